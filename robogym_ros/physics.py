@@ -1,0 +1,203 @@
+"""The physics of one scene: load, discover servos, step in control ticks, reset, snapshot.
+
+Imports neither ROS nor any rendering library: this module runs inside the real-time
+process, and anything heavy imported here would cost start-up time and memory there.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from importlib import resources
+
+import mujoco
+import numpy as np
+
+from robogym_ros import scene
+from robogym_ros.tick import POSE_SIZE, Tick
+
+_BLOW_UP = (
+    mujoco.mjtWarning.mjWARN_BADQPOS,
+    mujoco.mjtWarning.mjWARN_BADQVEL,
+    mujoco.mjtWarning.mjWARN_BADQACC,
+)
+STATE_SPEC = mujoco.mjtState.mjSTATE_INTEGRATION
+
+
+def default_model_path() -> str:
+    # Package data, not the ament index: a pip venv has no AMENT_PREFIX_PATH.
+    return str(resources.files("robogym_ros") / "models" / "so101_dual.xml")
+
+
+@dataclass(frozen=True)
+class Joint:
+    name: str
+    kind: str  # "hinge" | "slide"
+    lower: float  # command range, from the actuator's ctrlrange (else the joint's range)
+    upper: float
+
+    @property
+    def unit(self) -> str:
+        return "rad" if self.kind == "hinge" else "m"
+
+
+def _is_position_servo(model: mujoco.MjModel, a: int) -> bool:
+    # A position actuator is force = kp*ctrl - kp*q (- kv*qdot): gain fixed, bias affine
+    # with biasprm[1] == -gainprm[0]. Anything else (motor, velocity) is not a target servo.
+    return (
+        model.actuator_trntype[a] == mujoco.mjtTrn.mjTRN_JOINT
+        and model.actuator_gaintype[a] == mujoco.mjtGain.mjGAIN_FIXED
+        and model.actuator_biastype[a] == mujoco.mjtBias.mjBIAS_AFFINE
+        and model.actuator_gainprm[a, 0] > 0
+        and math.isclose(model.actuator_biasprm[a, 1], -model.actuator_gainprm[a, 0])
+    )
+
+
+def discover_joints(model: mujoco.MjModel) -> tuple[list[Joint], np.ndarray]:
+    """Joints driven by position servos, in actuator order, and those actuator ids."""
+    joints, actuators = [], []
+    for a in range(model.nu):
+        if not _is_position_servo(model, a):
+            continue
+        j = int(model.actuator_trnid[a, 0])
+        kind = int(model.jnt_type[j])  # numpy ints do not compare with pybind enums in `in`
+        if kind not in (int(mujoco.mjtJoint.mjJNT_HINGE), int(mujoco.mjtJoint.mjJNT_SLIDE)):
+            continue
+        if model.actuator_ctrllimited[a]:
+            lower, upper = model.actuator_ctrlrange[a]
+        elif model.jnt_limited[j]:
+            lower, upper = model.jnt_range[j]
+        else:
+            lower, upper = -math.inf, math.inf
+        name = mujoco.mj_id2name(model, mujoco.mjtObj.mjOBJ_JOINT, j) or f"joint{j}"
+        joints.append(Joint(name, "hinge" if kind == int(mujoco.mjtJoint.mjJNT_HINGE) else "slide",
+                            float(lower), float(upper)))
+        actuators.append(a)
+    if not joints:
+        raise ValueError("the model has no position actuators on hinge or slide joints")
+    return joints, np.array(actuators, dtype=np.int64)
+
+
+def discover_objects(model: mujoco.MjModel) -> tuple[list[str], np.ndarray]:
+    """Bodies with a free joint (block, tray, ...) and the qpos address of each pose."""
+    names, adrs = [], []
+    for j in range(model.njnt):
+        if int(model.jnt_type[j]) == int(mujoco.mjtJoint.mjJNT_FREE):
+            body = int(model.jnt_bodyid[j])
+            names.append(mujoco.mj_id2name(model, mujoco.mjtObj.mjOBJ_BODY, body) or f"body{body}")
+            adrs.append(int(model.jnt_qposadr[j]))
+    return names, np.array(adrs, dtype=np.int64)
+
+
+class Physics:
+    """A MuJoCo scene advanced one control tick (``decimation`` physics steps) at a time."""
+
+    def __init__(self, model_path: str, physics_dt_s: float, decimation: int, seed: int):
+        if not physics_dt_s > 0:
+            raise ValueError(f"physics_dt_s must be > 0, got {physics_dt_s}")
+        if decimation < 1:
+            raise ValueError(f"decimation must be >= 1, got {decimation}")
+        self.model = mujoco.MjModel.from_xml_path(model_path)
+        self.model.opt.timestep = physics_dt_s
+        self.data = mujoco.MjData(self.model)
+        self.decimation = int(decimation)
+        # Integer nanoseconds keep the tick grid exact: stamp = index * control_dt_ns.
+        self.physics_dt_ns = round(physics_dt_s * 1e9)
+        self.control_dt_ns = self.physics_dt_ns * self.decimation
+        self.joints, self._actuators = discover_joints(self.model)
+        self.object_names, self._object_adr = discover_objects(self.model)
+        j_ids = self.model.actuator_trnid[self._actuators, 0]
+        self._qpos_adr = self.model.jnt_qposadr[j_ids].copy()
+        self._dof_adr = self.model.jnt_dofadr[j_ids].copy()
+        self._pose_idx = (self._object_adr[:, None] + np.arange(POSE_SIZE)).ravel()
+        self._dual_arm = scene.is_dual_arm_scene(self.model)
+        self._rng = np.random.default_rng(seed)
+        self._pending: dict[int, float] = {}
+        self.tick_index = 0  # control ticks since start; never reset
+        self.episode = 0
+        self.last_draw: dict = {}
+        self.reset()
+
+    @property
+    def joint_names(self) -> list[str]:
+        return [j.name for j in self.joints]
+
+    @property
+    def control_dt_s(self) -> float:
+        return self.control_dt_ns * 1e-9
+
+    @property
+    def q(self) -> np.ndarray:
+        """Joint positions, a copy (never a view into MjData)."""
+        return self.data.qpos[self._qpos_adr]  # fancy indexing copies
+
+    @property
+    def targets(self) -> np.ndarray:
+        return self.data.ctrl[self._actuators]
+
+    def reset(self) -> dict:
+        """New episode: re-randomise, drop pending targets; the clock keeps running."""
+        if self._dual_arm:
+            self.last_draw = scene.reset_scene(self.model, self.data, self._rng)
+        else:
+            mujoco.mj_resetData(self.model, self.data)
+            if self.model.nkey:
+                mujoco.mj_resetDataKeyframe(self.model, self.data, 0)
+            mujoco.mj_forward(self.model, self.data)
+            self.last_draw = {}
+        # Servos hold where the arm is, so a reset never yanks toward stale targets.
+        self.data.ctrl[self._actuators] = self.data.qpos[self._qpos_adr]
+        self._pending.clear()
+        self.episode += 1
+        return self.last_draw
+
+    def set_targets(self, targets: dict[str, float]) -> None:
+        """Queue position targets; they take effect at the start of the next control tick."""
+        index = {j.name: i for i, j in enumerate(self.joints)}
+        unknown = [n for n in targets if n not in index]
+        if unknown:
+            raise KeyError(f"unknown joints {unknown}")
+        for name, value in targets.items():
+            self._pending[int(self._actuators[index[name]])] = float(value)
+
+    def step_tick(self) -> bool:
+        """Advance one whole control tick at once (paused single step, as-fast-as-possible)."""
+        self.begin_tick()
+        for _ in range(self.decimation):
+            self.step_physics()
+        return self.end_tick()
+
+    def step_physics(self) -> None:
+        """One physics step; the real-time loop paces these individually."""
+        mujoco.mj_step(self.model, self.data)
+
+    def begin_tick(self) -> None:
+        # Zero-order hold: targets change only on the control-tick grid, as on hardware.
+        for a, value in self._pending.items():
+            self.data.ctrl[a] = value
+        self._pending.clear()
+
+    def end_tick(self) -> bool:
+        """Close a control tick. True if the scene blew up, in which case it was reset."""
+        self.tick_index += 1
+        if any(self.data.warning[w].number for w in _BLOW_UP):
+            for w in _BLOW_UP:
+                self.data.warning[w].number = 0
+            self.reset()
+            return True
+        return False
+
+    def snapshot(self) -> Tick:
+        """The tick just completed, copied out of MjData (nothing in it aliases MjData)."""
+        d = self.data
+        state = np.empty(mujoco.mj_stateSize(self.model, STATE_SPEC))
+        mujoco.mj_getState(self.model, d, state, STATE_SPEC)
+        return Tick(
+            index=self.tick_index,
+            stamp_ns=self.tick_index * self.control_dt_ns,
+            episode=self.episode,
+            position=d.qpos[self._qpos_adr],
+            velocity=d.qvel[self._dof_adr],
+            effort=d.actuator_force[self._actuators],
+            object_poses=d.qpos[self._pose_idx].reshape(-1, POSE_SIZE),
+            state=state,
+        )

@@ -1,0 +1,46 @@
+"""ament_python package that also installs with plain pip (see README)."""
+from glob import glob
+
+from setuptools import find_packages, setup
+
+PACKAGE = "robogym_ros"
+
+# Without a ROS install, `pip install .[standalone]` pulls ROS 2 Kilted from PyPI wheels.
+# In a ROS workspace these come from the distro instead (package.xml), so they are an extra.
+STANDALONE = [
+    "ros-rclpy", "ros-sensor-msgs", "ros-std-srvs", "ros-std-msgs", "ros-rosgraph-msgs",
+    "ros-diagnostic-msgs", "ros-geometry-msgs", "ros-rmw-fastrtps-cpp",
+    "mujoco>=3.2", "numpy", "opencv-python-headless", "rosbags>=0.10",
+]
+
+setup(
+    name=PACKAGE,
+    version="0.1.0",
+    packages=find_packages(exclude=["test", "test.*"]),
+    package_data={PACKAGE: ["models/*.xml"]},
+    data_files=[
+        ("share/ament_index/resource_index/packages", [f"resource/{PACKAGE}"]),
+        (f"share/{PACKAGE}", ["package.xml"]),
+        (f"share/{PACKAGE}/launch", glob("launch/*.launch.py")),
+        (f"share/{PACKAGE}/config", glob("config/*.yaml")),
+    ],
+    install_requires=["setuptools"],
+    extras_require={
+        "standalone": STANDALONE,
+        "test": ["pytest<9", "mcap", "mcap-ros2-support"],
+    },
+    zip_safe=True,
+    maintainer="robogym_ros team",
+    maintainer_email="robogym-ros@example.com",
+    description="Real-time MuJoCo SO-101 dual-arm sim for ROS 2 and a recorder that proves its data.",
+    license="Apache-2.0",
+    tests_require=["pytest"],
+    entry_points={
+        "console_scripts": [
+            "robogym_sim = robogym_ros.sim_node:main",
+            "robogym_recorder = robogym_ros.recorder_node:main",
+            "robogym_motion = robogym_ros.motion_node:main",
+            "robogym_demo = robogym_ros.demo:main",
+        ],
+    },
+)

@@ -1,0 +1,135 @@
+"""Test harness: the sim node as a real separate process, and an observer node talking to it
+over real DDS, spun by its own executor thread."""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import rclpy
+from diagnostic_msgs.msg import DiagnosticArray
+from geometry_msgs.msg import PoseArray
+from rclpy.executors import SingleThreadedExecutor
+from rosgraph_msgs.msg import Clock
+from sensor_msgs.msg import JointState
+from std_msgs.msg import String
+from std_srvs.srv import Trigger
+
+from robogym_ros import interface as itf
+
+MODELS = Path(__file__).parent / "models"
+
+
+class SimProcessUnderTest:
+    """``python -m robogym_ros.sim_node`` with parameters, under a unique namespace."""
+
+    def __init__(self, namespace: str, **params):
+        args = [sys.executable, "-m", "robogym_ros.sim_node", "--ros-args", "-r", f"__ns:=/{namespace}"]
+        for k, v in params.items():
+            args += ["-p", f"{k}:={json.dumps(v) if isinstance(v, str) else str(v).lower() if isinstance(v, bool) else v}"]
+        self.log = open(os.path.join(os.environ.get("TMPDIR", "/tmp"), f"sim_{namespace}.log"), "w+")
+        self.proc = subprocess.Popen(args, stdout=self.log, stderr=subprocess.STDOUT)
+        self.namespace = namespace
+
+    def output(self) -> str:
+        if not self.log.closed:
+            self.log.flush()
+        return Path(self.log.name).read_text()
+
+    def stop(self) -> int:
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGINT)
+            try:
+                self.proc.wait(15)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self.log.close()
+        return self.proc.returncode
+
+
+class Observer:
+    """Subscribes to everything the sim publishes and keeps every message object it got."""
+
+    def __init__(self, namespace: str):
+        self.node = rclpy.create_node(f"observer_{namespace}", namespace=f"/{namespace}")
+        n = self.node
+        self.joint_states: list[JointState] = []
+        self.truth: list[JointState] = []
+        self.objects: list[PoseArray] = []
+        self.clock: list[Clock] = []
+        self.diagnostics: list[DiagnosticArray] = []
+        self.spec: dict | None = None
+        self._lock = threading.Lock()
+        n.create_subscription(JointState, itf.JOINT_STATES, self._keep(self.joint_states), itf.STREAM_QOS)
+        n.create_subscription(JointState, itf.TRUTH_JOINTS, self._keep(self.truth), itf.STREAM_QOS)
+        n.create_subscription(PoseArray, itf.TRUTH_OBJECTS, self._keep(self.objects), itf.STREAM_QOS)
+        n.create_subscription(Clock, itf.CLOCK, self._keep(self.clock), itf.CLOCK_QOS)
+        n.create_subscription(DiagnosticArray, itf.DIAGNOSTICS, self._keep(self.diagnostics), 10)
+        n.create_subscription(String, f"/{namespace}/{itf.SIM_NODE}/spec", self._on_spec, itf.SPEC_QOS)
+        self.commands = n.create_publisher(JointState, itf.JOINT_COMMANDS, itf.COMMAND_QOS)
+        self.services = {s: n.create_client(Trigger, f"/{namespace}/{itf.SIM_NODE}/{s}")
+                         for s in ("pause", "resume", "reset", "step")}
+        self.executor = SingleThreadedExecutor()
+        self.executor.add_node(n)
+        self._thread = threading.Thread(target=self.executor.spin, daemon=True)
+        self._thread.start()
+
+    def _keep(self, store: list):
+        def callback(msg):
+            with self._lock:
+                store.append(msg)
+        return callback
+
+    def _on_spec(self, msg: String):
+        self.spec = itf.spec_from_json(msg.data)
+
+    def wait_for(self, predicate, timeout_s: float = 20.0, what: str = "condition"):
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            if predicate():
+                return
+            time.sleep(0.01)
+        raise TimeoutError(f"timed out after {timeout_s} s waiting for {what}")
+
+    def call(self, service: str, timeout_s: float = 10.0) -> Trigger.Response:
+        client = self.services[service]
+        if not client.wait_for_service(timeout_sec=timeout_s):
+            raise TimeoutError(f"service {service} not available")
+        future = client.call_async(Trigger.Request())
+        self.wait_for(future.done, timeout_s, f"{service} response")
+        return future.result()
+
+    def send(self, names, positions, velocity=(), effort=()):
+        msg = JointState()
+        msg.name = list(names)
+        msg.position = [float(p) for p in positions]
+        msg.velocity = [float(v) for v in velocity]
+        msg.effort = [float(e) for e in effort]
+        self.commands.publish(msg)
+
+    def diag_values(self) -> dict:
+        with self._lock:
+            for arr in reversed(self.diagnostics):
+                for status in arr.status:
+                    if status.name.endswith(": simulation"):
+                        return {kv.key: kv.value for kv in status.values}
+        return {}
+
+    def snapshot(self, store: list) -> list:
+        with self._lock:
+            return list(store)
+
+    def clear(self):
+        with self._lock:
+            for store in (self.joint_states, self.truth, self.objects, self.clock):
+                store.clear()
+
+    def close(self):
+        self.executor.shutdown()
+        self.node.destroy_node()

@@ -1,0 +1,337 @@
+"""The sim node over real DDS, with real MuJoCo: one sim process per scenario."""
+from __future__ import annotations
+
+import itertools
+import math
+import threading
+import time
+
+import numpy as np
+import pytest
+import rclpy
+from rclpy.executors import SingleThreadedExecutor
+
+from robogym_ros import messages
+from robogym_ros.realtime import LoopConfig, SimProcess
+from robogym_ros.sim_node import PARAMETERS, SimNode
+from simharness import MODELS, Observer, SimProcessUnderTest
+
+_ns = itertools.count()
+
+
+@pytest.fixture(scope="module")
+def ros():
+    rclpy.init()
+    yield
+    rclpy.try_shutdown()
+
+
+@pytest.fixture
+def make_sim(ros, tmp_path, monkeypatch):
+    """Start a sim process (plus an observer) with parameters; both are torn down after."""
+    monkeypatch.setenv("TMPDIR", str(tmp_path))
+    started = []
+
+    def start(**params):
+        ns = f"sim{next(_ns)}_{int(time.monotonic() * 1000) % 100000}"
+        sim = SimProcessUnderTest(ns, **params)
+        obs = Observer(ns)
+        started.append((sim, obs))
+        try:
+            obs.wait_for(lambda: obs.spec is not None, 30, "the latched spec")
+        except TimeoutError:
+            sim.stop()
+            raise AssertionError("sim did not come up:\n" + sim.output())
+        return sim, obs
+
+    yield start
+    for sim, obs in started:
+        obs.close()
+        assert sim.stop() == 0, sim.output()
+
+
+def wait_ticks(obs, n, timeout_s=20.0):
+    start = len(obs.snapshot(obs.joint_states))
+    obs.wait_for(lambda: len(obs.snapshot(obs.joint_states)) >= start + n, timeout_s, f"{n} ticks")
+
+
+def latest_position(obs, name):
+    received = obs.snapshot(obs.joint_states)
+    if not received:
+        return math.nan
+    return received[-1].position[list(received[-1].name).index(name)]
+
+
+# --- the process boundary ------------------------------------------------------------------
+
+def test_physics_process_imports_neither_ros_nor_gl():
+    sim = SimProcess(LoopConfig(model_path=str(MODELS / "two_link.xml"), start_paused=True))
+    try:
+        modules = sim.call("describe")["modules"]
+    finally:
+        sim.close()
+    banned = [m for m in modules if m.split(".")[0] in ("rclpy", "OpenGL", "glfw", "cv2")
+              or m in ("mujoco.egl", "mujoco.osmesa", "mujoco.glfw")]
+    assert not banned, banned
+    assert "mujoco" in modules  # the probe itself works
+
+
+def test_physics_process_errors_are_reraised_at_the_caller():
+    with pytest.raises(ValueError, match="Error opening file '/nonexistent/nope.xml'"):
+        SimProcess(LoopConfig(model_path="/nonexistent/nope.xml"))
+    sim = SimProcess(LoopConfig(model_path=str(MODELS / "two_link.xml"), start_paused=True))
+    try:
+        with pytest.raises(KeyError, match="unknown joints"):
+            sim.call("targets", {"no_such_joint": 0.0})
+        with pytest.raises(RuntimeError, match="only allowed while paused"):
+            sim.call("resume")
+            sim.call("step")
+    finally:
+        sim.close()
+
+
+# --- the oldest slot -----------------------------------------------------------------------
+
+def assert_fresh_and_true(kept, truth, min_ticks=8):
+    """kept[i] is tick i as it was when kept; truth[i] is the sim's record of that tick.
+
+    The oldest slot first: with aliasing it is the one that has drifted furthest from the
+    truth (0.25*(N-1) in FIELD_NOTES' example), while the newest slot still looks right.
+    """
+    assert len(kept) >= min_ticks and len(truth) >= len(kept)
+    oldest_error = np.max(np.abs(np.subtract(kept[0].position, truth[0].position)))
+    assert oldest_error == 0.0, f"oldest slot != ground truth (error {oldest_error:.3g})"
+    for msg, t in zip(kept, truth):
+        assert msg.header.stamp == t.header.stamp
+        np.testing.assert_array_equal(msg.position, t.position)
+        np.testing.assert_array_equal(msg.velocity, t.velocity)
+    buffers = [np.frombuffer(getattr(m, f), dtype=np.float64)
+               for m in kept for f in ("position", "velocity", "effort")]
+    for a, b in itertools.combinations(buffers, 2):
+        assert not np.shares_memory(a, b), "two kept messages share memory"
+
+
+def test_oldest_slot_assertion_catches_a_mutated_message():
+    """Positive control: one message mutated and kept N times fails the check above."""
+    from sensor_msgs.msg import JointState
+    shared = JointState()
+    kept, truth = [], []
+    for i in range(8):
+        shared.header.stamp = messages.stamp_msg((i + 1) * 10_000_000)
+        shared.position = [0.25 * (i + 1)]
+        shared.velocity, shared.effort = [0.0], [0.0]
+        t = JointState()
+        t.header.stamp = messages.stamp_msg((i + 1) * 10_000_000)
+        t.position, t.velocity = [0.25 * (i + 1)], [0.0]
+        truth.append(t)
+        kept.append(shared)
+    with pytest.raises(AssertionError, match=r"oldest slot != ground truth \(error 1.75\)"):
+        assert_fresh_and_true(kept, truth)
+
+
+def test_every_published_and_received_joint_state_is_fresh_and_true(ros):
+    """Run the node in this process to keep what it *published*, and receive over DDS."""
+    node = SimNode(cli_args=["--ros-args", "-r", "__ns:=/oldest", "-p", "start_paused:=true"])
+    published = []
+    real_publish = node.pub_joints.publish
+    node.pub_joints.publish = lambda msg: (published.append(msg), real_publish(msg))[1]
+    executor = SingleThreadedExecutor()
+    executor.add_node(node)
+    spin = threading.Thread(target=executor.spin, daemon=True)
+    spin.start()
+    obs = Observer("oldest")
+    try:
+        obs.wait_for(lambda: obs.spec is not None, 20, "spec")
+        joint = node.joint_names[0]
+        lower, upper = node._ranges[joint]
+        obs.send([joint], [min(upper, 0.8)])
+        obs.wait_for(lambda: node.accepted == 1, 10, "command accepted")
+        obs.call("resume")
+        obs.wait_for(lambda: len(obs.snapshot(obs.joint_states)) >= 20, 20, "20 ticks")
+        obs.call("pause")
+        time.sleep(0.3)
+        received = obs.snapshot(obs.joint_states)
+        truth = obs.snapshot(obs.truth)
+        # Real motion, or the oldest-slot check proves nothing.
+        moved = [m.position[0] for m in received]
+        assert max(moved) - min(moved) > 0.05
+        assert_fresh_and_true(received, truth)
+        assert_fresh_and_true(published, truth)
+        assert len(published) == len(received) == len(truth)
+        assert_fresh_and_true(published + received, truth + truth)
+    finally:
+        obs.close()
+        executor.shutdown()
+        node.destroy_node()
+
+
+# --- commands ------------------------------------------------------------------------------
+
+def test_commands_reach_targets_and_partial_commands_keep_the_rest(make_sim):
+    _, obs = make_sim()
+    wait_ticks(obs, 10)
+    a, b = "left_shoulder_pan", "left_elbow_flex"
+    obs.send([a], [0.6])
+    t_sent = messages.stamp_ns(obs.snapshot(obs.joint_states)[-1].header.stamp)
+    obs.wait_for(lambda: abs(latest_position(obs, a) - 0.6) < 0.02, 10, f"{a} at 0.6")
+    t_reached = messages.stamp_ns(obs.snapshot(obs.joint_states)[-1].header.stamp)
+    # The STS3215 servo model (kp 998, kv 2.7) settles a 0.6 rad move well inside 0.5 s.
+    assert (t_reached - t_sent) * 1e-9 < 0.5
+    before_b = latest_position(obs, b)
+    obs.send([b], [before_b - 0.3])
+    obs.wait_for(lambda: abs(latest_position(obs, b) - (before_b - 0.3)) < 0.02, 10, f"{b} moved")
+    wait_ticks(obs, 20)
+    assert abs(latest_position(obs, a) - 0.6) < 0.02, "a partial command dropped another target"
+
+
+BAD_COMMANDS = [
+    ((["no_such_joint"], [0.1]), {}, "unknown joint 'no_such_joint'"),
+    ((["left_elbow_flex", "left_elbow_flex"], [0.1, 0.2]), {}, "appears more than once"),
+    ((["left_elbow_flex"], [0.1, 0.2]), {}, "len(position) = 3 but len(name) = 2"),
+    ((["left_elbow_flex"], [math.nan]), {}, "not finite"),
+    ((["left_elbow_flex"], [math.inf]), {}, "not finite"),
+    ((["left_elbow_flex"], [3.0]), {}, "outside its range"),
+    ((["left_elbow_flex"], [0.1]), {"velocity": [1.0]}, "velocity and effort"),
+    ((["left_elbow_flex"], [0.1]), {"effort": [1.0]}, "velocity and effort"),
+]
+
+
+def test_bad_commands_are_rejected_whole_with_a_reason(make_sim):
+    _, obs = make_sim()
+    wait_ticks(obs, 10)
+    mover = "left_shoulder_pan"
+    start = latest_position(obs, mover)
+    for i, ((names, positions), extra, reason) in enumerate(BAD_COMMANDS, start=1):
+        # Each bad command also carries a valid target for `mover`: whole rejection keeps it still.
+        obs.send([mover] + names, [start + 0.5] + positions, **{
+            k: [0.0] + v for k, v in extra.items()})
+        obs.wait_for(lambda: obs.diag_values().get("commands_rejected") == str(i), 10,
+                     f"rejection {i} in diagnostics")
+        assert reason in obs.diag_values()["last_rejection"], (reason, obs.diag_values())
+    wait_ticks(obs, 20)
+    assert abs(latest_position(obs, mover) - start) < 0.01, "a rejected command changed a target"
+    assert obs.diag_values()["commands_accepted"] == "0"
+
+
+# --- pause, resume, reset, step, clock -----------------------------------------------------
+
+def test_pause_step_reset_resume_and_a_monotonic_clock(make_sim):
+    sim, obs = make_sim(start_paused=True, seed=3)
+    control_dt_ns = obs.spec["control_dt_ns"]
+    time.sleep(0.3)
+    assert obs.snapshot(obs.joint_states) == [], "ticks while start_paused"
+
+    reply = obs.call("step")
+    assert reply.success, reply.message
+    # Published before the answer: it must arrive at once, not one tick later.
+    obs.wait_for(lambda: len(obs.snapshot(obs.joint_states)) == 1, 2, "the stepped tick")
+    first = messages.stamp_ns(obs.snapshot(obs.joint_states)[0].header.stamp)
+    assert first == control_dt_ns
+    obs.call("step")
+    obs.wait_for(lambda: len(obs.snapshot(obs.joint_states)) == 2, 2, "second step")
+    time.sleep(0.2)
+    stamps = [messages.stamp_ns(m.header.stamp) for m in obs.snapshot(obs.joint_states)]
+    assert stamps == [control_dt_ns, 2 * control_dt_ns], "step advanced != one control tick"
+
+    assert obs.call("resume").success
+    wait_ticks(obs, 30)
+    obs.send(["left_shoulder_pan"], [0.7])
+    wait_ticks(obs, 30)
+    assert obs.call("pause").success
+    time.sleep(0.2)
+    n = len(obs.snapshot(obs.joint_states))
+    time.sleep(0.3)
+    assert len(obs.snapshot(obs.joint_states)) == n, "ticks while paused"
+    assert obs.call("step").success
+    obs.wait_for(lambda: len(obs.snapshot(obs.joint_states)) == n + 1, 2, "step while paused")
+
+    before_reset = obs.snapshot(obs.joint_states)[-1]
+    reply = obs.call("reset")
+    assert reply.success and "paused" in reply.message
+    time.sleep(0.3)
+    assert len(obs.snapshot(obs.joint_states)) == n + 1, "reset must stay paused"
+    obs.call("step")
+    obs.wait_for(lambda: len(obs.snapshot(obs.joint_states)) == n + 2, 2, "step after reset")
+    after_reset = obs.snapshot(obs.joint_states)[-1]
+    pan = list(after_reset.name).index("left_shoulder_pan")
+    assert abs(after_reset.position[pan] - 0.7) > 0.3, "reset did not restore the folded pose"
+    # Pending targets were cleared: after resuming, the arm holds the folded pose.
+    obs.call("resume")
+    wait_ticks(obs, 30)
+    assert abs(latest_position(obs, "left_shoulder_pan") - after_reset.position[pan]) < 0.02
+    assert messages.stamp_ns(after_reset.header.stamp) > messages.stamp_ns(before_reset.header.stamp)
+
+    clock = [messages.stamp_ns(c.clock) for c in obs.snapshot(obs.clock)]
+    assert len(clock) > 60
+    assert all(b > a for a, b in zip(clock, clock[1:])), "/clock went backwards or stalled"
+    stamps = [messages.stamp_ns(m.header.stamp) for m in obs.snapshot(obs.joint_states)]
+    assert all(b - a == control_dt_ns for a, b in zip(stamps, stamps[1:])), "a tick was lost"
+
+
+def test_blow_up_resets_pauses_counts_and_the_node_lives_on(make_sim):
+    sim, obs = make_sim(model=str(MODELS / "unstable.xml"))
+    wait_ticks(obs, 5)
+    obs.send(["spin"], [1.0])
+    obs.wait_for(lambda: obs.diag_values().get("resets") == "1", 10, "a reset in diagnostics")
+    assert obs.diag_values()["paused"] == "True"
+    assert obs.call("step").success, "node no longer serves after a blow-up"
+    assert sim.proc.poll() is None
+    js = obs.snapshot(obs.joint_states)[-1]
+    assert all(math.isfinite(v) for v in js.position)
+
+
+# --- clocks: decimation and real-time factor -----------------------------------------------
+
+def test_decimation_changes_the_joint_states_period_and_nothing_else(make_sim):
+    settle_s = {}
+    for decimation in (2, 8):
+        _, obs = make_sim(decimation=decimation, physics_dt_s=0.002, start_paused=True)
+        assert obs.spec["control_dt_ns"] == decimation * 2_000_000
+        assert obs.spec["topics"]["joint_states"]["period_s"] == pytest.approx(decimation * 0.002)
+        obs.send(["left_shoulder_pan"], [0.6])
+        time.sleep(0.3)
+        obs.call("resume")
+        obs.wait_for(lambda: abs(latest_position(obs, "left_shoulder_pan") - 0.6) < 0.02, 10,
+                     "target reached")
+        obs.call("pause")
+        time.sleep(0.2)
+        js = obs.snapshot(obs.joint_states)
+        stamps = [messages.stamp_ns(m.header.stamp) for m in js]
+        assert {b - a for a, b in zip(stamps, stamps[1:])} == {decimation * 2_000_000}
+        pan = list(js[0].name).index("left_shoulder_pan")
+        settle_s[decimation] = next(messages.stamp_ns(m.header.stamp) for m in js
+                                    if abs(m.position[pan] - 0.6) < 0.02) * 1e-9
+    # Time to reach a target is a property of the servo, in seconds, not of the tick rate:
+    # the two runs agree to within the coarser run's control tick.
+    assert 0.02 < settle_s[2] < 0.5
+    assert abs(settle_s[2] - settle_s[8]) <= 8 * 0.002 + 1e-9, settle_s
+
+
+def test_real_time_factor_two_runs_twice_as_fast(make_sim):
+    _, obs = make_sim(real_time_factor=2.0)
+    obs.wait_for(lambda: obs.diag_values().get("real_time_factor_achieved", "nan") != "nan", 10, "rtf")
+    wait_ticks(obs, 100)
+    time.sleep(1.2)
+    assert float(obs.diag_values()["real_time_factor_achieved"]) == pytest.approx(2.0, rel=0.1)
+
+
+def test_spec_describes_joints_topics_and_clocks(make_sim):
+    _, obs = make_sim(start_paused=True)
+    spec = obs.spec
+    assert [j["name"] for j in spec["joints"]][:2] == ["left_shoulder_pan", "left_shoulder_lift"]
+    assert len(spec["joints"]) == 12 and all(j["unit"] == "rad" for j in spec["joints"])
+    elbow = next(j for j in spec["joints"] if j["name"] == "left_elbow_flex")
+    assert (elbow["lower"], elbow["upper"]) == pytest.approx((-1.69, 1.69))
+    assert spec["physics_dt_s"] == pytest.approx(0.002) and spec["decimation"] == 5
+    assert spec["control_dt_s"] == pytest.approx(0.01)
+    assert spec["topics"]["joint_states"]["qos"]["reliability"] == "reliable"
+    assert spec["topics"]["joint_commands"]["qos"]["reliability"] == "reliable"
+    assert spec["objects"] == ["block", "tray"]
+
+
+def test_config_yaml_matches_the_declared_defaults():
+    import yaml
+    from pathlib import Path
+    config = yaml.safe_load((Path(__file__).parents[1] / "config" / "sim.yaml").read_text())
+    params = config["/**"]["ros__parameters"]
+    assert params == {k: v for k, (v, _) in PARAMETERS.items()}
