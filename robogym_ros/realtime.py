@@ -99,6 +99,7 @@ class RealTimeLoop:
         self.running = True
         self._warned_at = -math.inf
         self._sub = 0  # physics steps done inside the current control tick
+        self.scheduling = "default"
         self._rebase()
 
     # Schedule: step k+1 is due at origin + (k + 1 - k_origin) * wall_dt. Re-based on resume
@@ -241,7 +242,7 @@ class RealTimeLoop:
             "decimation": p.decimation,
             "pid": os.getpid(),
             "modules": sorted(sys.modules),
-            "nice": os.getpriority(os.PRIO_PROCESS, 0),
+            "scheduling": self.scheduling,
         }
 
     def op_corrupt(self) -> None:
@@ -254,16 +255,27 @@ class RealTimeLoop:
         return True
 
 
-def _raise_priority() -> None:
-    # Best effort, like robogym: an unprivileged user is refused; warn and go on.
-    try:
-        os.setpriority(os.PRIO_PROCESS, 0, -10)
-    except OSError as exc:
-        log.warning("could not raise scheduling priority (%s); pacing may suffer", exc)
+def _raise_priority(real_time: bool) -> str:
+    """Best effort, like robogym: refused without privileges; warn and go on. Says what it got."""
     try:  # 1 ns timer slack: the default 50 us would be a fifth of our lateness budget
         ctypes.CDLL(None, use_errno=True).prctl(29, 1, 0, 0, 0)  # PR_SET_TIMERSLACK
     except Exception:  # noqa: BLE001 - optional nicety
         pass
+    if real_time:
+        # SCHED_FIFO wakes us ahead of every normal task: on 2 busy cores the difference between
+        # ~10 % and ~0 late steps. We sleep >90 % of the time, so nothing else starves. Never
+        # for real_time_factor 0, which never sleeps.
+        try:
+            os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(10))
+            return "SCHED_FIFO 10"
+        except (OSError, AttributeError) as exc:
+            log.warning("SCHED_FIFO refused (%s); trying nice -10", exc)
+    try:
+        os.setpriority(os.PRIO_PROCESS, 0, -10)
+        return "nice -10"
+    except OSError as exc:
+        log.warning("could not raise scheduling priority (%s); pacing may suffer", exc)
+        return "default"
 
 
 def child_main(cmd_fd: int, tick_fd: int) -> None:
@@ -278,7 +290,7 @@ def child_main(cmd_fd: int, tick_fd: int) -> None:
         cmd.send(("error", exc))
         return
     cmd.send(("ok", None))
-    _raise_priority()
+    loop.scheduling = _raise_priority(config.real_time_factor > 0)
     gc.freeze()  # nothing allocated so far will ever be collected: keep GC passes short
     try:
         loop.run()

@@ -6,8 +6,8 @@ executor thread (commands, services, diagnostics) never sits between physics and
 """
 from __future__ import annotations
 
+import sys
 import threading
-import time
 
 import rclpy
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
@@ -22,7 +22,9 @@ from std_srvs.srv import Trigger
 
 from robogym_ros import interface as itf
 from robogym_ros import messages
+from robogym_ros.cameras import DEFAULT_CAMERAS, CameraPipeline, select_cameras
 from robogym_ros.commands import CommandRejected, validate_command
+from robogym_ros.lens import Lens
 from robogym_ros.physics import default_model_path
 from robogym_ros.realtime import LoopConfig, SimProcess
 
@@ -40,12 +42,21 @@ PARAMETERS = {  # name: (default, description with unit)
     "model": ("", "MJCF file path; empty = the built-in two-arm SO-101 scene"),
     "max_lag_s": (0.5, "when physics falls this far behind wall time [s], skip ahead"),
     "diagnostics_period_s": (1.0, "period of /diagnostics [s, wall]"),
+    "cameras": (list(DEFAULT_CAMERAS), "cameras to render (MJCF camera names)"),
+    "camera_period_s": (0.1, "camera frame period [s, sim]: its own clock; 0 = cameras off"),
+    "camera_width_px": (320, "image width [px]; the FOV stays 79.5 x 59.6 deg"),
+    "camera_height_px": (240, "image height [px]"),
+    "camera_fisheye": (True, "U20CAM equidistant fisheye lens; false = plain pinhole"),
 }
 
 
 class SimNode(Node):
     def __init__(self, **kwargs):
         super().__init__(itf.SIM_NODE, **kwargs)
+        self._stopping = threading.Event()
+        self._pump = None
+        self.sim = None
+        self.cameras = None
         p = {name: self.declare_parameter(name, default, ParameterDescriptor(description=desc)).value
              for name, (default, desc) in PARAMETERS.items()}
         config = LoopConfig(
@@ -78,9 +89,19 @@ class SimNode(Node):
         self._published_index = 0
         self._published_cv = threading.Condition()
         self._last_status: dict | None = None
+        self.cameras = None
+        cameras = select_cameras(p["cameras"], config.model_path)
+        if p["camera_period_s"] > 0 and cameras:
+            lens = Lens(int(p["camera_width_px"]), int(p["camera_height_px"]),
+                        fisheye=bool(p["camera_fisheye"]))
+            try:
+                self.cameras = CameraPipeline(self, config.model_path, cameras, lens,
+                                              float(p["camera_period_s"]))
+            except Exception:
+                self.sim.close()
+                raise
         self.pub_spec.publish(String(data=itf.spec_to_json(self.spec())))
 
-        self._stopping = threading.Event()
         self._pump = threading.Thread(target=self._pump_ticks, name="tick_pump", daemon=True)
         self._pump.start()
         self.get_logger().info(
@@ -103,6 +124,8 @@ class SimNode(Node):
                 return
             if tick is not None:
                 self._publish_tick(tick)
+                if self.cameras is not None:
+                    self.cameras.offer(tick)
 
     def _publish_tick(self, tick) -> None:
         msgs = (
@@ -195,9 +218,10 @@ class SimNode(Node):
             "control_dt_s": self.control_dt_s,
             "control_dt_ns": d["control_dt_ns"],
             "real_time_factor": self.config.real_time_factor,
+            "physics_scheduling": d["scheduling"],
             "stamps": "header.stamp = sim time of the tick = tick_index * control_dt_ns",
             "topics": topics,
-            "cameras": [],
+            "cameras": self.cameras.spec() if self.cameras else [],
             "services": {n: self.resolve_service_name("~/" + n) for n in
                          ("pause", "resume", "reset", "step")},
         }
@@ -229,9 +253,14 @@ class SimNode(Node):
             "ticks_published": self.published,
             "publish_errors": self.publish_errors,
         }
+        if self.cameras is not None:
+            values |= {"camera_frames_rendered": self.cameras.rendered,
+                       "camera_frames_skipped": self.cameras.skipped,
+                       "camera_error": self.cameras.error}
         level = DiagnosticStatus.OK
         message = "paused" if status["paused"] else "running"
-        if status["resets"] or status["late_steps"] or self.publish_errors:
+        if (status["resets"] or status["late_steps"] or self.publish_errors
+                or (self.cameras and self.cameras.error)):
             level = DiagnosticStatus.WARN
             message += "; see late_steps / resets / publish_errors"
         diag = DiagnosticArray()
@@ -244,9 +273,12 @@ class SimNode(Node):
 
     def destroy_node(self):
         self._stopping.set()
-        if self._pump.is_alive():
+        if self._pump is not None and self._pump.is_alive():
             self._pump.join(2.0)
-        self.sim.close()
+        if self.cameras is not None:
+            self.cameras.close()
+        if self.sim is not None:
+            self.sim.close()
         self.get_logger().info(f"published {self.published} ticks "
                                f"({self.publish_errors} publish errors)")
         return super().destroy_node()
@@ -260,6 +292,9 @@ def main(args=None):
         rclpy.spin(node)
     except (KeyboardInterrupt, ExternalShutdownException):
         pass
+    except (ValueError, RuntimeError, OSError) as exc:  # bad parameters or model: say which
+        rclpy.logging.get_logger(itf.SIM_NODE).fatal(str(exc))
+        return 1
     finally:
         if node is not None:
             node.destroy_node()
@@ -267,4 +302,4 @@ def main(args=None):
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())
