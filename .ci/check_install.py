@@ -1,0 +1,40 @@
+"""Check a colcon-installed robogym_ros: files where ROS 2 tools look, and a sim that runs.
+
+    python .ci/check_install.py WS/install/robogym_ros
+"""
+import glob
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+prefix = Path(sys.argv[1])
+expected = [
+    "lib/robogym_ros/robogym_sim",  # ros2 run looks in lib/<package>
+    "lib/robogym_ros/robogym_recorder",
+    "share/ament_index/resource_index/packages/robogym_ros",
+    "share/robogym_ros/package.xml",
+    "share/robogym_ros/launch/sim.launch.py",
+    "share/robogym_ros/launch/bringup.launch.py",
+    "share/robogym_ros/config/sim.yaml",
+]
+missing = [p for p in expected if not (prefix / p).exists()]
+site = glob.glob(str(prefix / "lib/python3*/site-packages"))
+if not site or not glob.glob(f"{site[0]}/robogym_ros/models/so101_dual.xml"):
+    missing.append("lib/python3*/site-packages/robogym_ros/models/so101_dual.xml")
+if missing:
+    sys.exit(f"installed tree lacks: {missing}")
+
+# Run the installed executable with this interpreter (it has rclpy) for a few seconds.
+env = dict(os.environ, PYTHONPATH=site[0])
+script = prefix / "lib/robogym_ros/robogym_sim"
+proc = subprocess.Popen([sys.executable, str(script), "--ros-args", "-r", "__ns:=/ci_install",
+                         "-p", "camera_period_s:=0.0"], env=env, stdout=subprocess.PIPE,
+                        stderr=subprocess.STDOUT, text=True)
+time.sleep(6)
+proc.send_signal(2)
+out = proc.communicate(timeout=20)[0]
+if proc.returncode != 0 or "published" not in out:
+    sys.exit(f"installed robogym_sim failed (exit {proc.returncode}):\n{out}")
+print(f"installed tree OK: {len(expected)} files, sim ran:\n{out.strip().splitlines()[-1]}")

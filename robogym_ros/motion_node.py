@@ -1,0 +1,60 @@
+"""ROS 2 node ``robogym_motion``: drives both arms along the scripted trajectory.
+
+It runs on sim time (/clock), so the trajectory is a function of sim seconds whatever the
+real-time factor, and stops when the sim pauses. See robogym_ros.trajectory for the path.
+"""
+from __future__ import annotations
+
+import rclpy
+from rcl_interfaces.msg import ParameterDescriptor
+from rclpy.executors import ExternalShutdownException
+from rclpy.node import Node
+from rclpy.parameter import Parameter
+from sensor_msgs.msg import JointState
+
+from robogym_ros import interface as itf
+from robogym_ros.trajectory import targets_at
+
+
+class MotionNode(Node):
+    def __init__(self, **kwargs):
+        kwargs.setdefault("parameter_overrides", [Parameter("use_sim_time", value=True)])
+        super().__init__("robogym_motion", **kwargs)
+        period_s = self.declare_parameter(
+            "command_period_s", 0.02,
+            ParameterDescriptor(description="period of joint_commands [s, sim time]")).value
+        self.pub = self.create_publisher(JointState, itf.JOINT_COMMANDS, itf.COMMAND_QOS)
+        self.start_ns: int | None = None
+        self.sent = 0
+        self.create_timer(float(period_s), self._on_timer)
+
+    def _on_timer(self) -> None:
+        now_ns = self.get_clock().now().nanoseconds
+        if self.start_ns is None:
+            self.start_ns = now_ns
+        targets = targets_at((now_ns - self.start_ns) * 1e-9)
+        msg = JointState()
+        msg.header.stamp = self.get_clock().now().to_msg()
+        msg.name = list(targets)
+        msg.position = list(targets.values())
+        self.pub.publish(msg)
+        self.sent += 1
+
+
+def main(args=None):
+    rclpy.init(args=args)
+    node = None
+    try:
+        node = MotionNode()
+        rclpy.spin(node)
+    except (KeyboardInterrupt, ExternalShutdownException):
+        pass
+    finally:
+        if node is not None:
+            node.get_logger().info(f"sent {node.sent} commands")
+            node.destroy_node()
+        rclpy.try_shutdown()
+
+
+if __name__ == "__main__":
+    main()
