@@ -21,7 +21,7 @@ class MotionNode(Node):
         kwargs.setdefault("parameter_overrides", [Parameter("use_sim_time", value=True)])
         super().__init__("robogym_motion", **kwargs)
         period_s = self.declare_parameter(
-            "command_period_s", 0.02,
+            "command_period_s", 0.01,
             ParameterDescriptor(description="period of joint_commands [s, sim time]")).value
         self.pub = self.create_publisher(JointState, itf.JOINT_COMMANDS, itf.COMMAND_QOS)
         self.start_ns: int | None = None

@@ -1,0 +1,111 @@
+"""What the recorder keeps, and the verdict on it. No ROS here: messages are duck-typed
+(``header.stamp.sec/nanosec``, ``name``, ``position``, ...), so this runs on live messages,
+on bag contents and in tests alike.
+"""
+from __future__ import annotations
+
+from collections import deque
+
+import numpy as np
+
+from robogym_ros import checks
+from robogym_ros.ring import ImageRing, Ring
+from robogym_ros.verdict import Verdict
+
+RECENT_FOR_AUDIT = 256  # received message arrays kept to prove no slot shares their memory
+
+
+def header_stamp_ns(msg) -> int:
+    return msg.header.stamp.sec * 1_000_000_000 + msg.header.stamp.nanosec
+
+
+class Recording:
+    """Ring buffers, copy on store, for one sim described by its spec."""
+
+    def __init__(self, spec: dict, capacity: int, *, image_capacity: int = 10_000,
+                 pixel_budget_bytes: int = 0):
+        self.spec = spec
+        self.names = [j["name"] for j in spec["joints"]]
+        self.joints = Ring(capacity, len(self.names))
+        self.truth = Ring(capacity, len(self.names))
+        self.images = ImageRing(image_capacity, pixel_budget_bytes=pixel_budget_bytes)
+        self.recent: deque = deque(maxlen=RECENT_FOR_AUDIT)
+        self.foreign_names = 0  # messages whose joint names differ from the spec's
+        self.spec_updates = 0
+        self.last_joint_ns = -1  # newest stamps seen, without copying a ring
+        self.last_truth_ns = -1
+
+    def _columns(self, msg) -> tuple:
+        if list(msg.name) == self.names:
+            return msg.position, msg.velocity, msg.effort
+        self.foreign_names += 1  # realign by name; a joint the spec lacks is dropped
+        index = {n: i for i, n in enumerate(msg.name)}
+        cols = []
+        for field in (msg.position, msg.velocity, msg.effort):
+            cols.append([field[index[n]] if n in index and len(field) > index[n] else np.nan
+                         for n in self.names] if len(field) else field)
+        return tuple(cols)
+
+    def store_joint_state(self, msg) -> None:
+        position, velocity, effort = self._columns(msg)
+        stamp = header_stamp_ns(msg)
+        self.joints.store(stamp, position, velocity, effort)
+        self.recent.append(msg.position)
+        self.last_joint_ns = max(self.last_joint_ns, stamp)
+
+    def store_truth(self, msg) -> None:
+        position, velocity, effort = self._columns(msg)
+        stamp = header_stamp_ns(msg)
+        self.truth.store(stamp, position, velocity, effort)
+        self.last_truth_ns = max(self.last_truth_ns, stamp)
+
+    def store_image(self, msg, camera: str) -> None:
+        self.images.store(header_stamp_ns(msg), msg.width, msg.height, msg.step, msg.encoding,
+                          msg.data, camera)
+
+    def verdict(self, *, title: str = "robogym_recorder verdict") -> Verdict:
+        js, truth = self.joints.snapshot(), self.truth.snapshot()
+        if len(js.stamp_ns) == 0:
+            return Verdict.from_usage_error("no joint_states received: is the sim running and "
+                                            "unpaused, on the same ROS_DOMAIN_ID and namespace?",
+                                            title=title)
+        results = verdict_results(js.stamp_ns, js.position, js.velocity, truth.stamp_ns,
+                                  truth.position, truth.velocity, self.spec,
+                                  images=self.images.metas())
+        results.append(checks.audit_buffers(self.joints.slots(), digests=self.joints.digests(),
+                                            received=list(self.recent)))
+        return Verdict(results, title=title)
+
+
+def verdict_results(stamps_ns, positions, velocities, true_stamps_ns, true_positions,
+                    true_velocities, spec: dict, *, images=()) -> list[checks.CheckResult]:
+    """The checks of a joint_states stream (+ images) against ground truth, live or from a bag.
+
+    Slots outside the span of the ground truth received are left out (and counted): the
+    first ticks may arrive before the truth subscription is matched, the last before their
+    truth does. Within the span, a slot without truth is a finding.
+    """
+    dt = int(spec["control_dt_ns"])
+    stamps = np.asarray(stamps_ns, np.int64)
+    true_stamps = np.asarray(true_stamps_ns, np.int64)
+    if len(true_stamps):
+        inside = (stamps >= true_stamps.min()) & (stamps <= true_stamps.max())
+    else:
+        inside = np.zeros(len(stamps), bool)
+    keep = np.flatnonzero(inside)
+    results = checks.audit_stream(
+        stamps[keep], np.asarray(positions)[keep], true_stamps, true_positions, dt,
+        velocities=np.asarray(velocities)[keep], true_velocities=true_velocities,
+        decimation=spec.get("decimation"), joint_names=[j["name"] for j in spec["joints"]])
+    results[0].figures["slots_outside_truth_span"] = int(len(stamps) - len(keep))
+    cameras = spec.get("cameras") or []
+    if cameras:
+        lo, hi = (int(stamps[keep].min()), int(stamps[keep].max())) if len(keep) else (0, -1)
+        in_span = [im for im in images if lo <= im.stamp_ns <= hi]
+        periods = {c["name"]: round(c["period_s"] * 1e9) for c in cameras
+                   if "period_s" in c and round(c["period_s"] * 1e9) % dt == 0}  # else it jitters
+        results.append(checks.check_images(
+            in_span, dt, joint_stamps_ns=stamps[keep],
+            expected_sizes={c["name"]: (c["width"], c["height"]) for c in cameras if "width" in c},
+            periods_ns=periods))
+    return results
