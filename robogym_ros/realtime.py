@@ -245,11 +245,6 @@ class RealTimeLoop:
             "scheduling": self.scheduling,
         }
 
-    def op_corrupt(self) -> None:
-        """Test hook: poison the state so the next step blows up, as a divergence would."""
-        self.physics.data.qacc_warmstart[:] = np.nan
-        self.physics.data.qvel[:] = 1e30
-
     def op_stop(self) -> bool:
         self.running = False
         return True

@@ -167,10 +167,14 @@ class SimNode(Node):
         return response
 
     def _srv_pause(self, _request, response):
-        return self._trigger(response, lambda: (self.sim.call("pause"), "paused")[1])
+        return self._trigger(response, lambda: self._call("pause", "paused"))
 
     def _srv_resume(self, _request, response):
-        return self._trigger(response, lambda: (self.sim.call("resume"), "running")[1])
+        return self._trigger(response, lambda: self._call("resume", "running"))
+
+    def _call(self, op: str, message: str) -> str:
+        self.sim.call(op)
+        return message
 
     def _srv_reset(self, _request, response):
         def reset():

@@ -35,8 +35,8 @@ stamp_ns = messages.stamp_ns
 class CameraObserver(Observer):
     """The harness's observer plus every image and camera_info of the named cameras.
 
-    For each image it also notes the newest joint_states stamp received so far: the image's
-    age in sim time when it arrived, which grows without bound if frames queue up.
+    For each image it also notes wall time of arrival minus its stamp: constant up to jitter
+    while the sim runs at real time, growing without bound if frames queue up.
     """
 
     def __init__(self, namespace: str, cameras=DEFAULT_CAMERAS):
@@ -44,7 +44,7 @@ class CameraObserver(Observer):
         self.namespace = namespace
         self.images = {c: [] for c in cameras}
         self.infos = {c: [] for c in cameras}
-        self.age_ns = {c: [] for c in cameras}
+        self.arrival_minus_stamp_s = {c: [] for c in cameras}
         for c in cameras:
             self.node.create_subscription(Image, f"cameras/{c}/image_raw", self._on_image(c),
                                           itf.IMAGE_QOS)
@@ -55,9 +55,8 @@ class CameraObserver(Observer):
         def callback(msg):
             with self._lock:
                 self.images[camera].append(msg)
-                if self.joint_states:
-                    self.age_ns[camera].append(stamp_ns(self.joint_states[-1].header.stamp)
-                                               - stamp_ns(msg.header.stamp))
+                self.arrival_minus_stamp_s[camera].append(
+                    time.monotonic() - stamp_ns(msg.header.stamp) * 1e-9)
         return callback
 
     def diag_values(self) -> dict:
@@ -69,6 +68,13 @@ class CameraObserver(Observer):
                     if status.hardware_id == me and status.name.endswith(": simulation"):
                         return {kv.key: kv.value for kv in status.values}
         return {}
+
+    def wait_matched(self, timeout_s=10.0):
+        """Until every image topic has its publisher: then no frame from now on is missed."""
+        topics = [f"/{self.namespace}/cameras/{c}/image_raw" for c in self.images]
+        self.wait_for(lambda: all(self.node.count_publishers(t) >= 1 for t in topics),
+                      timeout_s, "image publishers")
+        time.sleep(0.2)  # discovered is not yet matched
 
     def frames(self, camera) -> list[Image]:
         return self.snapshot(self.images[camera])
@@ -204,6 +210,7 @@ def test_pinhole_mode_says_plumb_bob_with_five_zeros(make_sim):
     assert entry["distortion_model"] == "plumb_bob" and entry["d"] == [0.0] * 5
     k = np.reshape(entry["k"], (3, 3))
     assert k[0, 0] == pytest.approx(80 / np.tan(np.radians(39.75)))
+    obs.wait_matched()
     assert obs.call("step").success  # the first tick is a camera tick
     obs.wait_for(lambda: obs.frames("overhead") and obs.snapshot(obs.infos["overhead"]), 10,
                  "the frame of the stepped tick")
@@ -263,7 +270,7 @@ def test_every_frame_is_its_own_message_with_its_own_buffer(ros):
     obs = CameraObserver(ns, ("left_wrist",))
     try:
         obs.wait_for(lambda: obs.spec is not None, 20, "spec")
-        time.sleep(0.5)  # let the image subscription match before the first frame
+        obs.wait_matched()
         obs.send(["left_wrist_roll"], [1.5])
         obs.wait_for(lambda: node.accepted == 1, 10, "command accepted")
         obs.call("resume")
@@ -321,7 +328,7 @@ def render_offline(joint_msg, poses_msg, cameras):
 def test_wrist_image_follows_its_arm_and_is_the_state_of_its_stamp(make_sim):
     _, obs = make_sim(cameras=("left_wrist", "right_wrist"), start_paused=True)
     dt = obs.spec["control_dt_ns"]
-    time.sleep(0.5)
+    obs.wait_matched()
     obs.call("resume")
     before_left = obs.wait_frames("left_wrist", 3)[-1]
     before_right = obs.frames("right_wrist")[-1]
@@ -336,8 +343,8 @@ def test_wrist_image_follows_its_arm_and_is_the_state_of_its_stamp(make_sim):
     left_change = mean_abs_diff(before_left, after_left)
     right_change = max(mean_abs_diff(before_right, r) for r in rights)
     print(f"left_wrist change {left_change:.2f}, right_wrist change {right_change:.4f}")
-    # Measured: left ~ 30 (grey levels, mean over pixels), right exactly 0 (a still arm
-    # renders bit-identical frames). Thresholds leave room on both sides.
+    # Measured: left ~25 (mean |difference| over pixels and channels, in grey levels), right
+    # 0.0002 (a still arm renders all but bit-identical frames). Room on both sides.
     assert left_change > 10.0, "left_wrist view did not follow its wrist"
     assert right_change < 0.5, "right_wrist view changed though the right arm stood still"
 
@@ -359,7 +366,8 @@ def test_wrist_image_follows_its_arm_and_is_the_state_of_its_stamp(make_sim):
     errors = [float(np.mean(np.abs(r["left_wrist"].astype(np.int16) - rgb(frame))))
               for r in renders]
     print(f"frame vs offline render of ticks s-1, s, s+1: {errors}")
-    assert errors[1] < 0.05, f"frame is not the state of its stamp: {errors}"
+    # Measured: exactly 0 for its own tick, ~1 for the ticks either side.
+    assert errors[1] < 0.02, f"frame is not the state of its stamp: {errors}"
     assert min(errors[0], errors[2]) > 4 * errors[1] + 0.05, (
         f"neighbouring ticks render as close as the stamped one - no power: {errors}")
 
@@ -424,12 +432,13 @@ def test_block_centre_projects_onto_the_red_block_with_the_published_lens(record
     print(f"block centre at ({u:.2f}, {v:.2f}) px; red component area {area} px (all: {areas}); "
           f"its centroid is {centre_error:.2f} px from the projected centre and "
           f"{silhouette_error:.2f} px from the projected silhouette's centroid")
-    # Measured: block ~100 px, tray ~1100 px. The component's centroid is ~2.8 px from the
-    # projected *centre*: seen from ~25 deg off axis, a box's top face (nearer the camera)
-    # sits further out than its centre. Projecting the whole box removes that bias.
+    # Measured (seed 0, block lying): block 152 px, tray 1361 px; the block's centroid is
+    # 0.62 px from the projected centre and 0.35 px from the projected box's silhouette
+    # (a box seen ~25 deg off axis shows more of one side: its centroid is not its centre).
+    # With f 10 % too long both are ~9 px off and the centre misses the block.
     assert 30 <= area <= 400, f"red component of {area} px is not block-sized"
     assert max(areas) > 4 * area, "the tray is not in view: the size test proves nothing"
-    assert centre_error < 4.0, f"block centroid {centre_error:.2f} px from its projected centre"
+    assert centre_error < 2.0, f"block centroid {centre_error:.2f} px from its projected centre"
     assert silhouette_error < 1.0, f"block {silhouette_error:.2f} px from its projected silhouette"
 
     # Negative control: f 10 % too long lands off the block.
@@ -441,7 +450,7 @@ def test_block_centre_projects_onto_the_red_block_with_the_published_lens(record
     bad_silhouette = float(np.hypot(*(centroids[label] - bad_seen)))
     print(f"with f x 1.1: centre at ({ub:.2f}, {vb:.2f}) px (on component {bad_label}), "
           f"{bad_centre:.2f} px from the block centroid; silhouette {bad_silhouette:.2f} px off")
-    assert bad_label != label and bad_silhouette > 1.0
+    assert bad_label != label and bad_centre > 2.0 and bad_silhouette > 1.0
 
 
 # --- 5. camera clock vs decimation ---------------------------------------------------------
@@ -454,7 +463,7 @@ def test_camera_period_is_in_sim_seconds_whatever_the_decimation(make_sim):
         dt = decimation * 2_000_000
         assert obs.spec["control_dt_ns"] == dt
         assert obs.spec["cameras"][0]["period_s"] == pytest.approx(0.1)
-        time.sleep(0.5)  # subscriptions matched: nothing is missed from the first tick on
+        obs.wait_matched()  # nothing is missed from the first tick on
         obs.call("resume")
         obs.wait_frames("overhead", 13)
         obs.call("pause")
@@ -478,7 +487,7 @@ def test_camera_period_is_in_sim_seconds_whatever_the_decimation(make_sim):
 
 def test_a_too_fast_camera_skips_frames_and_leaves_physics_alone(make_sim):
     _, obs = make_sim(start_paused=True, camera_period_s=0.01)  # every tick is due
-    time.sleep(0.5)
+    obs.wait_matched()
     obs.call("resume")
     obs.wait_for(lambda: obs.diag_values().get("real_time_factor_achieved", "nan") != "nan",
                  10, "a first rtf in diagnostics")
@@ -496,21 +505,27 @@ def test_a_too_fast_camera_skips_frames_and_leaves_physics_alone(make_sim):
     late = delta("late_steps")
     rtf = float(end["real_time_factor_achieved"])
     arrived = {c: len(obs.frames(c)) - counts[c] for c in DEFAULT_CAMERAS}
-    ages = {c: obs.snapshot(obs.age_ns[c])[-20:] for c in DEFAULT_CAMERAS}
+    # How much later (wall) than its stamp (sim) each frame of the window arrived, relative
+    # to the window's first frame: the age a queue would add.
+    delays = {c: np.ptp(obs.snapshot(obs.arrival_minus_stamp_s[c])[counts[c]:])
+              for c in DEFAULT_CAMERAS}
     print(f"over {ticks} ticks: rendered {rendered}, skipped {skipped}, arrived {arrived}, "
           f"late steps {late} of {steps} (max lateness {end['max_lateness_s']} s), rtf {rtf:.4f}, "
-          f"last image ages {[max(a) * 1e-9 for a in ages.values()]} s, error {end['camera_error']!r}")
+          f"arrival delay spread {[round(v, 3) for v in delays.values()]} s, error {end['camera_error']!r}")
     assert end["camera_error"] == ""
-    assert skipped > ticks // 4, "frames were due every tick and rendering cannot keep up"
     assert rendered > 10 and all(n > 10 for n in arrived.values()), "frames stopped"
-    # Every due frame is accounted for: rendered or skipped (two may be in flight).
+    # Every due frame (here: every tick) is rendered or counted skipped; two may be in flight.
+    # A pipeline that queued instead would fall behind here with nothing skipped.
     assert abs(int(end["ticks_published"]) - int(end["camera_frames_rendered"])
                - int(end["camera_frames_skipped"])) <= 3
-    # Not queued: images arrive a bounded time after their tick (a queue would age them
-    # by ~2 s over this window).
-    assert all(max(a) < 300_000_000 for a in ages.values()), ages
-    # Physics in its own process keeps its pace. "late" = a step begun > 1 physics dt after its
-    # deadline; allow 1 % of steps for a loaded 2-core machine (measured: 0).
+    if rendered >= ticks - 3:
+        pytest.skip(f"this GL renders {rendered} frames in {ticks} ticks: nothing to skip")
+    assert skipped > 0
+    # Not queued: a frame arrives a bounded time after its tick (the spread of that delay over
+    # the window measured ~0.1 s; a queue would make it grow by ~2.5 s over this window).
+    assert all(v < 0.5 for v in delays.values()), delays
+    # Physics in its own process keeps its pace. A late step begins > 1 physics dt after its
+    # deadline; allow 1 % of steps for a loaded 2-core machine (measured: 0 of 1500).
     assert late <= steps // 100, f"{late} late steps of {steps}"
     assert rtf == pytest.approx(1.0, abs=0.02)
 
