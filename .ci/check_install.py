@@ -4,8 +4,10 @@
 """
 import glob
 import os
+import signal
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -26,15 +28,23 @@ if not site or not glob.glob(f"{site[0]}/robogym_ros/models/so101_dual.xml"):
 if missing:
     sys.exit(f"installed tree lacks: {missing}")
 
-# Run the installed executable with this interpreter (it has rclpy) for a few seconds.
+# Run the installed executable with this interpreter (it has rclpy), from a scratch folder so
+# that the package comes from the install tree, not from a checkout in the working directory.
 env = dict(os.environ, PYTHONPATH=site[0])
 script = prefix / "lib/robogym_ros/robogym_sim"
-proc = subprocess.Popen([sys.executable, str(script), "--ros-args", "-r", "__ns:=/ci_install",
-                         "-p", "camera_period_s:=0.0"], env=env, stdout=subprocess.PIPE,
-                        stderr=subprocess.STDOUT, text=True)
-time.sleep(6)
-proc.send_signal(2)
-out = proc.communicate(timeout=20)[0]
+with tempfile.TemporaryDirectory() as cwd:
+    proc = subprocess.Popen([sys.executable, str(script), "--ros-args", "-r", "__ns:=/ci_install",
+                             "-p", "camera_period_s:=0.0"], env=env, cwd=cwd,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    lines = []
+    deadline = time.monotonic() + 120  # a loaded CI machine can take a while to start it
+    for line in proc.stdout:  # wait for the node's start-up line, then let it run
+        lines.append(line)
+        if "control dt" in line or time.monotonic() > deadline:
+            break
+    time.sleep(3)
+    proc.send_signal(signal.SIGINT)
+    out = "".join(lines) + proc.communicate(timeout=30)[0]
 if proc.returncode != 0 or "published" not in out:
     sys.exit(f"installed robogym_sim failed (exit {proc.returncode}):\n{out}")
-print(f"installed tree OK: {len(expected)} files, sim ran:\n{out.strip().splitlines()[-1]}")
+print(f"installed tree OK: {len(expected)} files, sim ran: {out.strip().splitlines()[-1]}")

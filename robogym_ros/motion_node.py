@@ -5,14 +5,15 @@ real-time factor, and stops when the sim pauses. See robogym_ros.trajectory for 
 """
 from __future__ import annotations
 
-import rclpy
+import sys
+
 from rcl_interfaces.msg import ParameterDescriptor
-from rclpy.executors import ExternalShutdownException
 from rclpy.node import Node
 from rclpy.parameter import Parameter
 from sensor_msgs.msg import JointState
 
 from robogym_ros import interface as itf
+from robogym_ros.spin import run_node
 from robogym_ros.trajectory import targets_at
 
 
@@ -28,6 +29,10 @@ class MotionNode(Node):
         self.sent = 0
         self.create_timer(float(period_s), self._on_timer)
 
+    def destroy_node(self):
+        self.get_logger().info(f"sent {self.sent} commands")
+        return super().destroy_node()
+
     def _on_timer(self) -> None:
         now_ns = self.get_clock().now().nanoseconds
         if self.start_ns is None:
@@ -41,20 +46,9 @@ class MotionNode(Node):
         self.sent += 1
 
 
-def main(args=None):
-    rclpy.init(args=args)
-    node = None
-    try:
-        node = MotionNode()
-        rclpy.spin(node)
-    except (KeyboardInterrupt, ExternalShutdownException):
-        pass
-    finally:
-        if node is not None:
-            node.get_logger().info(f"sent {node.sent} commands")
-            node.destroy_node()
-        rclpy.try_shutdown()
+def main(args=None) -> int:
+    return run_node(MotionNode, args)
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

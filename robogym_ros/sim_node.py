@@ -9,11 +9,9 @@ from __future__ import annotations
 import sys
 import threading
 
-import rclpy
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from geometry_msgs.msg import PoseArray
 from rcl_interfaces.msg import ParameterDescriptor
-from rclpy.executors import ExternalShutdownException
 from rclpy.node import Node
 from rosgraph_msgs.msg import Clock
 from sensor_msgs.msg import JointState
@@ -27,6 +25,7 @@ from robogym_ros.commands import CommandRejected, validate_command
 from robogym_ros.lens import Lens
 from robogym_ros.physics import default_model_path
 from robogym_ros.realtime import LoopConfig, SimProcess
+from robogym_ros.spin import run_node
 
 try:
     from rclpy._rclpy_pybind11 import RCLError
@@ -288,21 +287,8 @@ class SimNode(Node):
         return super().destroy_node()
 
 
-def main(args=None):
-    rclpy.init(args=args)
-    node = None
-    try:
-        node = SimNode()
-        rclpy.spin(node)
-    except (KeyboardInterrupt, ExternalShutdownException):
-        pass
-    except (ValueError, RuntimeError, OSError) as exc:  # bad parameters or model: say which
-        rclpy.logging.get_logger(itf.SIM_NODE).fatal(str(exc))
-        return 1
-    finally:
-        if node is not None:
-            node.destroy_node()
-        rclpy.try_shutdown()
+def main(args=None) -> int:
+    return run_node(SimNode, args, errors=(ValueError, RuntimeError, OSError))
 
 
 if __name__ == "__main__":
