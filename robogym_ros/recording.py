@@ -13,6 +13,7 @@ from robogym_ros.ring import ImageRing, Ring
 from robogym_ros.verdict import Verdict
 
 RECENT_FOR_AUDIT = 256  # received message arrays kept to prove no slot shares their memory
+RESTART_JUMP_TICKS = 50  # checks.classify_stamps' reorder_window_ticks
 
 
 def header_stamp_ns(msg) -> int:
@@ -32,8 +33,12 @@ class Recording:
         self.recent: deque = deque(maxlen=RECENT_FOR_AUDIT)
         self.foreign_names = 0  # messages whose joint names differ from the spec's
         self.spec_updates = 0
-        self.last_joint_ns = -1  # newest stamps seen, without copying a ring
-        self.last_truth_ns = -1
+        self.last_joint_ns = -1  # newest stamps seen in the current run of the sim,
+        self.last_truth_ns = -1  # without copying a ring
+        # A jump back this far is a restarted sim (as in checks.classify_stamps): its stamps
+        # start over, so "newest" starts over too, or the truth of the new run's last ticks
+        # would count as caught up by the old run's stamps.
+        self._restart_jump_ns = RESTART_JUMP_TICKS * int(spec["control_dt_ns"])
 
     def _columns(self, msg) -> tuple:
         if list(msg.name) == self.names:
@@ -51,13 +56,16 @@ class Recording:
         stamp = header_stamp_ns(msg)
         self.joints.store(stamp, position, velocity, effort)
         self.recent.append(msg.position)
-        self.last_joint_ns = max(self.last_joint_ns, stamp)
+        self.last_joint_ns = self._newest(self.last_joint_ns, stamp)
 
     def store_truth(self, msg) -> None:
         position, velocity, effort = self._columns(msg)
         stamp = header_stamp_ns(msg)
         self.truth.store(stamp, position, velocity, effort)
-        self.last_truth_ns = max(self.last_truth_ns, stamp)
+        self.last_truth_ns = self._newest(self.last_truth_ns, stamp)
+
+    def _newest(self, newest: int, stamp: int) -> int:
+        return stamp if stamp < newest - self._restart_jump_ns else max(newest, stamp)
 
     def store_image(self, msg, camera: str) -> None:
         self.images.store(header_stamp_ns(msg), msg.width, msg.height, msg.step, msg.encoding,
