@@ -20,9 +20,10 @@ DIAGNOSTICS = "/diagnostics"
 SPEC = "~/spec"
 SPEC_FORMAT = "robogym_ros/spec/1"
 
-# RELIABLE everywhere the recorder must lose nothing; depth covers a 1 s hiccup at 100 Hz.
+# RELIABLE everywhere the recorder must lose nothing. The writer's history is what a slow
+# reader can still recover: 1000 samples cover a 10 s stall at 100 Hz, 1 s at 1 kHz.
 # A RELIABLE publisher also serves BEST_EFFORT subscribers (sensor-data QoS, /clock).
-STREAM_QOS = QoSProfile(depth=100, reliability=ReliabilityPolicy.RELIABLE,
+STREAM_QOS = QoSProfile(depth=1000, reliability=ReliabilityPolicy.RELIABLE,
                         durability=DurabilityPolicy.VOLATILE, history=HistoryPolicy.KEEP_LAST)
 COMMAND_QOS = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE)
 CLOCK_QOS = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE)

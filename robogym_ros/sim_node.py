@@ -62,7 +62,9 @@ class SimNode(Node):
             model_path=p["model"] or default_model_path(),
             physics_dt_s=float(p["physics_dt_s"]), decimation=int(p["decimation"]),
             seed=int(p["seed"]), real_time_factor=float(p["real_time_factor"]),
-            start_paused=bool(p["start_paused"]), max_lag_s=float(p["max_lag_s"]))
+            # Always paused until this node can take ticks: GL set-up takes ~1 s on llvmpipe,
+            # and a running physics process would stall on the full tick pipe meanwhile.
+            start_paused=True, max_lag_s=float(p["max_lag_s"]))
         self.config = config
         self.sim = SimProcess(config)
         self.description = self.sim.call("describe")
@@ -103,10 +105,12 @@ class SimNode(Node):
 
         self._pump = threading.Thread(target=self._pump_ticks, name="tick_pump", daemon=True)
         self._pump.start()
+        if not p["start_paused"]:
+            self.sim.call("resume")
         self.get_logger().info(
             f"{len(self.joint_names)} joints, physics dt {config.physics_dt_s * 1e3:g} ms, "
             f"control dt {self.control_dt_s * 1e3:g} ms, real_time_factor "
-            f"{config.real_time_factor:g}{', paused' if config.start_paused else ''}")
+            f"{config.real_time_factor:g}{', paused' if p['start_paused'] else ''}")
 
     @property
     def control_dt_s(self) -> float:

@@ -11,3 +11,31 @@ os.environ["ROS_AUTOMATIC_DISCOVERY_RANGE"] = "LOCALHOST"
 os.environ.setdefault("ROS_DOMAIN_ID", str(1 + os.getpid() % 99))
 os.environ.setdefault("MUJOCO_GL", "egl")
 os.environ.setdefault("PYTHONUNBUFFERED", "1")
+
+
+import pytest  # noqa: E402  (after the environment above)
+
+
+@pytest.fixture(scope="session")
+def ros():
+    import rclpy
+    rclpy.init()
+    yield
+    rclpy.try_shutdown()
+
+
+@pytest.fixture
+def make_sim(ros, tmp_path):
+    """Start sims (each with an observer); all are stopped after the test, cleanly."""
+    from simharness import Observer, new_namespace, start_sim
+    started = []
+
+    def start(observer_cls=Observer, observer_args=(), **params):
+        sim, obs = start_sim(new_namespace(), tmp_path, observer_cls, observer_args, **params)
+        started.append((sim, obs))
+        return sim, obs
+
+    yield start
+    for sim, obs in started:
+        obs.close()
+        assert sim.stop() == 0, sim.output()

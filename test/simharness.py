@@ -2,11 +2,13 @@
 over real DDS, spun by its own executor thread."""
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from pathlib import Path
@@ -23,16 +25,23 @@ from std_srvs.srv import Trigger
 from robogym_ros import interface as itf
 
 MODELS = Path(__file__).parent / "models"
+_counter = itertools.count()
+
+
+def new_namespace(prefix: str = "sim") -> str:
+    """Unique per test run and per call: tests of one run never see each other's sims."""
+    return f"{prefix}{next(_counter)}_{os.getpid()}"
 
 
 class SimProcessUnderTest:
     """``python -m robogym_ros.sim_node`` with parameters, under a unique namespace."""
 
-    def __init__(self, namespace: str, **params):
+    def __init__(self, namespace: str, log_dir=None, **params):
         args = [sys.executable, "-m", "robogym_ros.sim_node", "--ros-args", "-r", f"__ns:=/{namespace}"]
         for k, v in params.items():
             args += ["-p", f"{k}:={json.dumps(v) if isinstance(v, str) else str(v).lower() if isinstance(v, bool) else v}"]
-        self.log = open(os.path.join(os.environ.get("TMPDIR", "/tmp"), f"sim_{namespace}.log"), "w+")
+        log_dir = log_dir or tempfile.gettempdir()
+        self.log = open(os.path.join(log_dir, f"sim_{namespace}.log"), "w+")
         self.proc = subprocess.Popen(args, stdout=self.log, stderr=subprocess.STDOUT)
         self.namespace = namespace
 
@@ -57,6 +66,7 @@ class Observer:
     """Subscribes to everything the sim publishes and keeps every message object it got."""
 
     def __init__(self, namespace: str):
+        self.namespace = namespace
         self.node = rclpy.create_node(f"observer_{namespace}", namespace=f"/{namespace}")
         n = self.node
         self.joint_states: list[JointState] = []
@@ -114,10 +124,12 @@ class Observer:
         self.commands.publish(msg)
 
     def diag_values(self) -> dict:
+        """This sim's status only: /diagnostics is global, and every sim's node is robogym_sim."""
+        me = f"/{self.namespace}/{itf.SIM_NODE}"
         with self._lock:
             for arr in reversed(self.diagnostics):
                 for status in arr.status:
-                    if status.name.endswith(": simulation"):
+                    if status.hardware_id == me and status.name.endswith(": simulation"):
                         return {kv.key: kv.value for kv in status.values}
         return {}
 
@@ -131,5 +143,22 @@ class Observer:
                 store.clear()
 
     def close(self):
+        # Executor.shutdown() destroys its guard condition without waiting for a callback in
+        # flight on the spin thread (InvalidHandle): take the node out first, let it finish.
+        self.executor.remove_node(self.node)
+        time.sleep(0.1)
         self.executor.shutdown()
         self.node.destroy_node()
+
+
+def start_sim(namespace: str, log_dir, observer_cls=Observer, observer_args=(), **params):
+    """A sim process and its observer, once the sim's latched spec has arrived."""
+    sim = SimProcessUnderTest(namespace, log_dir, **params)
+    obs = observer_cls(namespace, *observer_args)
+    try:
+        obs.wait_for(lambda: obs.spec is not None, 30, "the latched spec")
+    except TimeoutError:
+        obs.close()
+        sim.stop()
+        raise AssertionError("sim did not come up:\n" + sim.output()) from None
+    return sim, obs

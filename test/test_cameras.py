@@ -16,7 +16,6 @@ import cv2  # noqa: E402
 import mujoco  # noqa: E402
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
-import rclpy  # noqa: E402
 from rclpy.executors import SingleThreadedExecutor  # noqa: E402
 from sensor_msgs.msg import CameraInfo, Image  # noqa: E402
 
@@ -24,11 +23,10 @@ from robogym_ros import interface as itf  # noqa: E402
 from robogym_ros import messages  # noqa: E402
 from robogym_ros.cameras import DEFAULT_CAMERAS  # noqa: E402
 from robogym_ros.physics import default_model_path  # noqa: E402
-from robogym_ros.renderer import camera_pose_optical  # noqa: E402
+from robogym_ros.renderer import camera_pose_optical, is_software_gl  # noqa: E402
 from robogym_ros.sim_node import SimNode  # noqa: E402
-from simharness import Observer, SimProcessUnderTest  # noqa: E402
+from simharness import Observer, SimProcessUnderTest, new_namespace, start_sim  # noqa: E402
 
-_ns = itertools.count()
 stamp_ns = messages.stamp_ns
 
 
@@ -58,16 +56,6 @@ class CameraObserver(Observer):
                 self.arrival_minus_stamp_s[camera].append(
                     time.monotonic() - stamp_ns(msg.header.stamp) * 1e-9)
         return callback
-
-    def diag_values(self) -> dict:
-        """This sim's status only: /diagnostics is global, and every sim's node is robogym_sim."""
-        me = f"/{self.namespace}/{itf.SIM_NODE}"
-        with self._lock:
-            for arr in reversed(self.diagnostics):
-                for status in arr.status:
-                    if status.hardware_id == me and status.name.endswith(": simulation"):
-                        return {kv.key: kv.value for kv in status.values}
-        return {}
 
     def wait_matched(self, timeout_s=10.0):
         """Until every image topic has its publisher: then no frame from now on is missed."""
@@ -99,60 +87,26 @@ def mean_abs_diff(a: Image, b: Image) -> float:
     return float(np.mean(np.abs(rgb(a).astype(np.int16) - rgb(b).astype(np.int16))))
 
 
-def start_sim(namespace, log_dir, cameras=DEFAULT_CAMERAS, **params):
+def start_camera_sim(namespace, log_dir, cameras=DEFAULT_CAMERAS, **params):
     if tuple(cameras) != DEFAULT_CAMERAS:
         params["cameras"] = list(cameras)
-    old = os.environ.get("TMPDIR")
-    os.environ["TMPDIR"] = str(log_dir)
-    try:
-        sim = SimProcessUnderTest(namespace, **params)
-    finally:
-        if old is None:
-            del os.environ["TMPDIR"]
-        else:
-            os.environ["TMPDIR"] = old
-    obs = CameraObserver(namespace, cameras)
-    try:
-        obs.wait_for(lambda: obs.spec is not None, 30, "the latched spec")
-    except TimeoutError:
-        obs.close()
-        sim.stop()
-        raise AssertionError("sim did not come up:\n" + sim.output())
-    return sim, obs
-
-
-def new_namespace() -> str:
-    return f"cam{next(_ns)}_{int(time.monotonic() * 1000) % 100000}"
-
-
-@pytest.fixture(scope="module")
-def ros():
-    rclpy.init()
-    yield
-    rclpy.try_shutdown()
+    return start_sim(namespace, log_dir, CameraObserver, (cameras,), **params)
 
 
 @pytest.fixture
-def make_sim(ros, tmp_path):
-    """Start a sim process (plus a camera observer) with parameters; both torn down after."""
-    started = []
-
+def make_cam_sim(make_sim):
     def start(cameras=DEFAULT_CAMERAS, **params):
-        sim, obs = start_sim(new_namespace(), tmp_path, cameras, **params)
-        started.append((sim, obs))
-        return sim, obs
-
-    yield start
-    for sim, obs in started:
-        obs.close()
-        assert sim.stop() == 0, sim.output()
+        if tuple(cameras) != DEFAULT_CAMERAS:
+            params["cameras"] = list(cameras)
+        return make_sim(CameraObserver, (cameras,), **params)
+    return start
 
 
 @pytest.fixture(scope="module")
 def recorded(ros, tmp_path_factory):
     """One default sim (3 cameras, 320x240 fisheye, 0.1 s, seed 0), run untouched for a
     second or so, then paused: the tests that share it only read what it sent."""
-    sim, obs = start_sim(new_namespace(), tmp_path_factory.mktemp("recorded"), seed=0)
+    sim, obs = start_camera_sim(new_namespace("cam"), tmp_path_factory.mktemp("recorded"), seed=0)
     try:
         for c in DEFAULT_CAMERAS:
             obs.wait_frames(c, 8)
@@ -203,8 +157,8 @@ def test_fisheye_image_and_camera_info_match_the_spec(recorded):
             assert_image_format(img, infos[stamp_ns(img.header.stamp)], entry)
 
 
-def test_pinhole_mode_says_plumb_bob_with_five_zeros(make_sim):
-    _, obs = make_sim(cameras=("overhead",), start_paused=True, camera_fisheye=False,
+def test_pinhole_mode_says_plumb_bob_with_five_zeros(make_cam_sim):
+    _, obs = make_cam_sim(cameras=("overhead",), start_paused=True, camera_fisheye=False,
                       camera_width_px=160, camera_height_px=120)
     (entry,) = obs.spec["cameras"]
     assert entry["distortion_model"] == "plumb_bob" and entry["d"] == [0.0] * 5
@@ -233,10 +187,13 @@ def test_image_stamps_are_joint_states_stamps_on_the_tick_grid(recorded):
         stamps = [stamp_ns(m.header.stamp) for m in obs.frames(name)]
         assert all(s % dt == 0 for s in stamps), f"{name}: a stamp off the control-tick grid"
         # Ticks before the observer's discovery completed were never received: skip those.
+        # On a loaded machine this observer also misses a joint_states now and then (seen:
+        # 3 of 30 under load average 5), so most, not all, must match one it received.
         seen = [s for s in stamps if first <= s <= last]
-        assert len(seen) >= 5, (name, len(seen))
-        missing = [s for s in seen if s not in js]
-        assert not missing, f"{name}: image stamps that no joint_states carried: {missing}"
+        matched = [s for s in seen if s in js]
+        assert len(matched) >= max(5, 0.8 * len(seen)), (
+            f"{name}: image stamps that no received joint_states carried: "
+            f"{sorted(set(seen) - set(matched))}")
         assert all(b > a for a, b in zip(stamps, stamps[1:])), f"{name}: stamps not increasing"
         by_camera[name] = set(stamps)
     # One frame = one state: every camera of a frame carries that tick's stamp.
@@ -250,7 +207,7 @@ def test_every_frame_is_its_own_message_with_its_own_buffer(ros):
     """In-process node: keep what it *published* and what came over DDS. While the wrist turns,
     frames differ, so a buffer reused and overwritten after publishing would show as a kept
     published frame that no longer equals what was received with its stamp."""
-    ns = new_namespace()
+    ns = new_namespace("cam")
     node = SimNode(cli_args=["--ros-args", "-r", f"__ns:=/{ns}", "-p", "start_paused:=true",
                              "-p", "cameras:=['left_wrist']", "-p", "camera_period_s:=0.05"])
     published = []
@@ -286,28 +243,35 @@ def test_every_frame_is_its_own_message_with_its_own_buffer(ros):
         executor.shutdown()
         node.destroy_node()
     assert len(kept) >= 8 and len(received) >= 8
-    rx = {stamp_ns(m.header.stamp): m for m in received}
-    # The wrist moved while these were rendered: a shared buffer would show.
-    assert max(mean_abs_diff(kept[0], m) for m in kept[1:]) > 5.0
-    for msg in kept:  # oldest first
-        other = rx[stamp_ns(msg.header.stamp)]
-        assert bytes(msg.data) == bytes(other.data), "a published frame changed after publishing"
     for group in (kept, received):
         for a, b in itertools.combinations(group, 2):
-            assert a is not b
+            assert a is not b, "one Image message published twice"
             assert not np.shares_memory(np.frombuffer(a.data, np.uint8),
                                         np.frombuffer(b.data, np.uint8)), "frames share memory"
+    # The wrist moved while these were rendered, so a buffer overwritten after publishing
+    # would show: every kept frame, oldest first, still equals what arrived with its stamp.
+    assert max(mean_abs_diff(kept[0], m) for m in kept[1:]) > 5.0, "nothing moved: no power"
+    rx = {stamp_ns(m.header.stamp): m for m in received}
+    assert set(rx) <= {stamp_ns(m.header.stamp) for m in kept}, "received a frame not published"
+    both = [m for m in kept if stamp_ns(m.header.stamp) in rx]
+    assert len(both) >= max(5, 0.8 * len(kept)), f"only {len(both)} of {len(kept)} arrived"
+    for msg in both:
+        assert bytes(msg.data) == bytes(rx[stamp_ns(msg.header.stamp)].data), (
+            "a published frame changed after publishing")
 
 
 # --- 4. the image shows the state of its stamp ---------------------------------------------
 
-def render_offline(joint_msg, poses_msg, cameras):
+def render_offline(joint_msg, poses_msg, cameras, spec_entry):
     """Render the state named by joint_states + object poses, as the node would."""
     from robogym_ros.lens import Lens
     from robogym_ros.renderer import CameraRenderer
     model = mujoco.MjModel.from_xml_path(default_model_path())
     data = mujoco.MjData(model)
-    renderer = CameraRenderer(model, cameras, Lens(320, 240))
+    lens = Lens(spec_entry["width"], spec_entry["height"],
+                fisheye=spec_entry["distortion_model"] == "equidistant")
+    assert lens.K.ravel().tolist() == spec_entry["k"]
+    renderer = CameraRenderer(model, cameras, lens)
     try:
         out = []
         for js, poses in zip(joint_msg, poses_msg):
@@ -325,8 +289,8 @@ def render_offline(joint_msg, poses_msg, cameras):
         renderer.close()
 
 
-def test_wrist_image_follows_its_arm_and_is_the_state_of_its_stamp(make_sim):
-    _, obs = make_sim(cameras=("left_wrist", "right_wrist"), start_paused=True)
+def test_wrist_image_follows_its_arm_and_is_the_state_of_its_stamp(make_cam_sim):
+    _, obs = make_cam_sim(cameras=("left_wrist", "right_wrist"), start_paused=True)
     dt = obs.spec["control_dt_ns"]
     obs.wait_matched()
     obs.call("resume")
@@ -354,7 +318,10 @@ def test_wrist_image_follows_its_arm_and_is_the_state_of_its_stamp(make_sim):
     objs = {stamp_ns(m.header.stamp): m for m in obs.snapshot(obs.objects)}
     moving = [f for f in obs.frames("left_wrist")
               if stamp_ns(before_left.header.stamp) < stamp_ns(f.header.stamp)
-              < stamp_ns(after_left.header.stamp)]
+              < stamp_ns(after_left.header.stamp)
+              # (a loaded observer may miss a tick: need this one and both neighbours)
+              and all(stamp_ns(f.header.stamp) + k * dt in js and stamp_ns(f.header.stamp)
+                      + k * dt in objs for k in (-1, 0, 1))]
     roll = list(obs.snapshot(obs.joint_states)[0].name).index("left_wrist_roll")
     speeds = [abs(js[stamp_ns(f.header.stamp)].velocity[roll]) for f in moving]
     i = int(np.argmax(speeds))  # the frame where neighbouring ticks differ most
@@ -362,7 +329,8 @@ def test_wrist_image_follows_its_arm_and_is_the_state_of_its_stamp(make_sim):
     assert speeds[i] > 1.0, f"no frame while the wrist turned fast: {speeds} rad/s"
     s = stamp_ns(frame.header.stamp)
     ticks = [s - dt, s, s + dt]
-    renders = render_offline([js[t] for t in ticks], [objs[t] for t in ticks], ["left_wrist"])
+    renders = render_offline([js[t] for t in ticks], [objs[t] for t in ticks], ["left_wrist"],
+                             obs.spec["cameras"][0])
     errors = [float(np.mean(np.abs(r["left_wrist"].astype(np.int16) - rgb(frame))))
               for r in renders]
     print(f"frame vs offline render of ticks s-1, s, s+1: {errors}")
@@ -455,10 +423,10 @@ def test_block_centre_projects_onto_the_red_block_with_the_published_lens(record
 
 # --- 5. camera clock vs decimation ---------------------------------------------------------
 
-def test_camera_period_is_in_sim_seconds_whatever_the_decimation(make_sim):
+def test_camera_period_is_in_sim_seconds_whatever_the_decimation(make_cam_sim):
     periods = {}
     for decimation in (2, 8):
-        _, obs = make_sim(cameras=("overhead",), decimation=decimation, physics_dt_s=0.002,
+        _, obs = make_cam_sim(cameras=("overhead",), decimation=decimation, physics_dt_s=0.002,
                           start_paused=True, camera_period_s=0.1)
         dt = decimation * 2_000_000
         assert obs.spec["control_dt_ns"] == dt
@@ -467,26 +435,39 @@ def test_camera_period_is_in_sim_seconds_whatever_the_decimation(make_sim):
         obs.call("resume")
         obs.wait_frames("overhead", 13)
         obs.call("pause")
-        time.sleep(0.3)
+        obs.wait_for(lambda: obs.diag_values().get("paused") == "True", 5, "paused, in diag")
+        diag = obs.diag_values()
+        skipped = int(diag["camera_frames_skipped"])
+        # The joint_states period is the control dt: the sim published one per tick, and what
+        # arrived is spaced by dt. (At 250 Hz on a loaded 2-core machine this observer has
+        # missed up to a fifth of them: gaps of whole ticks are allowed here.)
+        assert int(diag["ticks_published"]) == round(float(diag["sim_time_s"]) * 1e9 / dt)
+        assert diag["publish_errors"] == "0"
         js = [stamp_ns(m.header.stamp) for m in obs.snapshot(obs.joint_states)]
-        assert {b - a for a, b in zip(js, js[1:])} == {dt}, "joint_states period != control dt"
+        js_diffs = np.diff(js)
+        assert np.all(js_diffs % dt == 0) and js_diffs.min() == dt, sorted(set(js_diffs))
+        assert np.median(js_diffs) == dt, f"{np.sum(js_diffs != dt)} gaps in {len(js)}"
         stamps = [stamp_ns(m.header.stamp) for m in obs.frames("overhead")]
         # Each frame is the first tick at or after a multiple of 0.1 s (for 0 s: the first tick)
-        assert stamps[0] == dt, stamps[:3]
-        assert all(s % dt == 0 and s % 100_000_000 < dt for s in stamps[1:]), stamps
-        diffs = np.diff(stamps)
+        assert all(s == dt or (s % dt == 0 and s % 100_000_000 < dt) for s in stamps), stamps
+        # ... one per multiple, bar those the sim says it skipped (render thread busy: seen
+        # once under load average 6) ...
+        slots = np.array(stamps) // 100_000_000
+        missing = int(slots[-1] + 1 - len(slots))
+        assert np.all(np.diff(slots) >= 1) and missing <= skipped, (missing, skipped, stamps)
+        # ... so the mean period is 0.1 s, to within one control tick.
+        diffs = np.diff(stamps)[np.diff(slots) == 1]
         mean = float(np.mean(diffs))
-        periods[decimation] = (mean * 1e-9, dt * 1e-9, sorted(set(diffs.tolist())))
-        skipped = obs.diag_values().get("camera_frames_skipped")
-        # ... and the mean period is 0.1 s, to within one control tick.
-        assert abs(mean - 100_000_000) <= dt, (decimation, mean, skipped)
-    print("image period, joint_states period, distinct image periods [ns]:", periods)
+        assert abs(mean - 100_000_000) <= dt, (decimation, mean)
+        periods[decimation] = (mean * 1e-9, dt * 1e-9, sorted(set(diffs.tolist())),
+                               f"{np.sum(js_diffs != dt)} joint_states gaps, {skipped} skipped")
+    print("image period, joint_states period [s], distinct image periods [ns]:", periods)
 
 
 # --- 6. skipping, not queuing --------------------------------------------------------------
 
-def test_a_too_fast_camera_skips_frames_and_leaves_physics_alone(make_sim):
-    _, obs = make_sim(start_paused=True, camera_period_s=0.01)  # every tick is due
+def test_a_too_fast_camera_skips_frames_and_leaves_physics_alone(make_cam_sim):
+    _, obs = make_cam_sim(start_paused=True, camera_period_s=0.01)  # every tick is due
     obs.wait_matched()
     obs.call("resume")
     obs.wait_for(lambda: obs.diag_values().get("real_time_factor_achieved", "nan") != "nan",
@@ -511,37 +492,48 @@ def test_a_too_fast_camera_skips_frames_and_leaves_physics_alone(make_sim):
               for c in DEFAULT_CAMERAS}
     print(f"over {ticks} ticks: rendered {rendered}, skipped {skipped}, arrived {arrived}, "
           f"late steps {late} of {steps} (max lateness {end['max_lateness_s']} s), rtf {rtf:.4f}, "
-          f"arrival delay spread {[round(v, 3) for v in delays.values()]} s, error {end['camera_error']!r}")
+          f"arrival delay spread {[round(v, 3) for v in delays.values()]} s")
     assert end["camera_error"] == ""
-    assert rendered > 10 and all(n > 10 for n in arrived.values()), "frames stopped"
+    # Measured 30..114 frames in the window; 6 once, with another session's tests at 100 % CPU.
+    assert rendered >= 3 and all(n >= 3 for n in arrived.values()), "frames stopped"
     # Every due frame (here: every tick) is rendered or counted skipped; two may be in flight.
-    # A pipeline that queued instead would fall behind here with nothing skipped.
     assert abs(int(end["ticks_published"]) - int(end["camera_frames_rendered"])
                - int(end["camera_frames_skipped"])) <= 3
-    if rendered >= ticks - 3:
-        pytest.skip(f"this GL renders {rendered} frames in {ticks} ticks: nothing to skip")
-    assert skipped > 0
-    # Not queued: a frame arrives a bounded time after its tick (the spread of that delay over
-    # the window measured ~0.1 s; a queue would make it grow by ~2.5 s over this window).
-    assert all(v < 0.5 for v in delays.values()), delays
+    # Not queued: a frame arrives a bounded time after its tick: the spread of that delay is a
+    # few render times (measured 0.04..0.46 s, the top under load average 5). A queue grows it
+    # by (1 - rendered / due) * window, ~2.5 s here.
+    window_s = ticks * obs.spec["control_dt_s"]
+    bound_s = 3 * window_s / rendered + 0.3
+    assert bound_s < 0.75 * window_s, "too few frames to tell a queue from slow rendering"
+    assert all(v < bound_s for v in delays.values()), (delays, bound_s)
     # Physics in its own process keeps its pace. A late step begins > 1 physics dt after its
-    # deadline; allow 1 % of steps for a loaded 2-core machine (measured: 0 of 1500).
-    assert late <= steps // 100, f"{late} late steps of {steps}"
+    # deadline. Measured: 0 of 1500 in most runs, 8 (one 15 ms stall) once under load average
+    # 4 with other sessions' sims, whose physics is SCHED_FIFO too. Allow 2 % (a 60 ms stall in
+    # all); physics held up by the cameras (say, blocked on a full tick pipe) stalls for
+    # hundreds of ms and drags the real-time factor down with it.
+    assert late <= steps // 50, f"{late} late steps of {steps}"
     assert rtf == pytest.approx(1.0, abs=0.02)
+    # Measured on llvmpipe: 30..114 rendered, 186..271 skipped of 300. A GPU may keep up.
+    if not is_software_gl(local_gl_renderer()):
+        pytest.skip(f"a hardware GL rendered {rendered} of {ticks} due frames")
+    assert skipped > ticks // 4, "software GL cannot render 3 cameras at 100 Hz: none skipped?"
+
+
+def local_gl_renderer() -> str:
+    """GL_RENDERER here, which is what the node on this machine gets too."""
+    from robogym_ros.renderer import GLContext, _gl_renderer_string
+    ctx = GLContext(16, 16)
+    try:
+        ctx.make_current()
+        return _gl_renderer_string()
+    finally:
+        ctx.free()
 
 
 # --- 7. a camera that isn't there ----------------------------------------------------------
 
 def test_an_unknown_camera_is_named_and_the_node_exits_non_zero(ros, tmp_path):
-    old = os.environ.get("TMPDIR")
-    os.environ["TMPDIR"] = str(tmp_path)
-    try:
-        sim = SimProcessUnderTest(new_namespace(), cameras=["nope"])
-    finally:
-        if old is None:
-            del os.environ["TMPDIR"]
-        else:
-            os.environ["TMPDIR"] = old
+    sim = SimProcessUnderTest(new_namespace("cam"), tmp_path, cameras=["nope"])
     try:
         rc = sim.proc.wait(30)
     except Exception:

@@ -23,7 +23,7 @@ import rclpy
 from mcap.reader import make_reader
 from rclpy.qos import QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import JointState
-from simharness import SimProcessUnderTest
+from simharness import SimProcessUnderTest, new_namespace
 from std_msgs.msg import String
 
 from robogym_ros import checks, messages
@@ -43,21 +43,14 @@ FAULT_AT = 80  # index in the stream where a fault is injected (sim time 1.81 s)
 # Deeper than the sim's own history: the test publishes faster than real time.
 PUB_QOS = QoSProfile(depth=1000, reliability=ReliabilityPolicy.RELIABLE)
 
-_ns = itertools.count()
+_ns = itertools.count()  # file names within one test's tmp_path
 
 
 def fresh_ns(tag: str) -> str:
-    return f"rec_{tag}_{os.getpid()}_{next(_ns)}"
+    return new_namespace(f"rec_{tag}_")
 
 
 # ----------------------------------------------------------------------------- fixtures
-
-@pytest.fixture(scope="module")
-def ros():
-    rclpy.init()
-    yield
-    rclpy.try_shutdown()
-
 
 @pytest.fixture(scope="module")
 def physics_ticks():
@@ -786,12 +779,11 @@ def test_sigterm_finalises_the_bag_and_prints_the_verdict(ros, physics_ticks, tm
 
 # ----------------------------------------------------------------------------- the real sim
 
-def test_real_sim_and_motion_two_minutes_of_sim_time_clean(ros, tmp_path, monkeypatch):
+def test_real_sim_and_motion_two_minutes_of_sim_time_clean(ros, tmp_path):
     """120 s of sim time at real_time_factor 4: every tick received, zero findings."""
-    monkeypatch.setenv("TMPDIR", str(tmp_path))
     ns = fresh_ns("real")
     n_ticks = 12_000  # 120 s at the 10 ms control dt
-    sim = SimProcessUnderTest(ns, real_time_factor=4.0, camera_period_s=0.0)
+    sim = SimProcessUnderTest(ns, tmp_path, real_time_factor=4.0, camera_period_s=0.0)
     motion_log = open(tmp_path / "motion.log", "w")
     motion = subprocess.Popen([sys.executable, "-m", "robogym_ros.motion_node", "--ros-args", "-r",
                                f"__ns:=/{ns}"], stdout=motion_log, stderr=subprocess.STDOUT)

@@ -8,48 +8,13 @@ import time
 
 import numpy as np
 import pytest
-import rclpy
 from rclpy.executors import SingleThreadedExecutor
 
 from robogym_ros import messages
 from robogym_ros.physics import Physics, default_model_path
 from robogym_ros.realtime import LoopConfig, SimProcess
 from robogym_ros.sim_node import PARAMETERS, SimNode
-from simharness import MODELS, Observer, SimProcessUnderTest
-
-_ns = itertools.count()
-
-
-@pytest.fixture(scope="module")
-def ros():
-    rclpy.init()
-    yield
-    rclpy.try_shutdown()
-
-
-@pytest.fixture
-def make_sim(ros, tmp_path, monkeypatch):
-    """Start a sim process (plus an observer) with parameters; both are torn down after."""
-    monkeypatch.setenv("TMPDIR", str(tmp_path))
-    started = []
-
-    def start(**params):
-        ns = f"sim{next(_ns)}_{int(time.monotonic() * 1000) % 100000}"
-        sim = SimProcessUnderTest(ns, **params)
-        obs = Observer(ns)
-        started.append((sim, obs))
-        try:
-            obs.wait_for(lambda: obs.spec is not None, 30, "the latched spec")
-        except TimeoutError:
-            sim.stop()
-            raise AssertionError("sim did not come up:\n" + sim.output())
-        return sim, obs
-
-    yield start
-    for sim, obs in started:
-        obs.close()
-        assert sim.stop() == 0, sim.output()
-
+from simharness import MODELS, Observer
 
 def wait_ticks(obs, n, timeout_s=20.0):
     start = len(obs.snapshot(obs.joint_states))
