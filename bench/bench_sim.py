@@ -43,8 +43,13 @@ SUBSCRIBER = textwrap.dedent("""
     node.create_subscription(JointState, sys.argv[1], lambda m: count.__setitem__(0, count[0] + 1),
                              itf.STREAM_QOS)
     end = time.monotonic() + float(sys.argv[2])
+    last = [0, time.monotonic()]
     while time.monotonic() < end:
         rclpy.spin_once(node, timeout_sec=0.1)
+        if count[0] != last[0]:
+            last[:] = [count[0], time.monotonic()]
+        elif count[0] and time.monotonic() - last[1] > 2.0:
+            break  # the stream has ended
     print(count[0], flush=True)
 """)
 
@@ -52,6 +57,14 @@ SUBSCRIBER = textwrap.dedent("""
 def start_subscriber(topic: str, duration_s: float) -> subprocess.Popen:
     return subprocess.Popen([sys.executable, "-c", SUBSCRIBER, topic, str(duration_s)],
                             stdout=subprocess.PIPE, text=True)
+
+
+def wait_matched(publisher, timeout_s: float = 30.0) -> None:
+    """Until the subscriber process is matched: messages before that are not lost, just unseen."""
+    deadline = time.monotonic() + timeout_s
+    while publisher.get_subscription_count() < 1 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    time.sleep(0.5)
 
 
 def summarize(name, hist, late_steps, steps, sim_s, wall_s, cpu_s, received, sent):
@@ -79,8 +92,8 @@ def run_sim_node(duration_s: float, cameras: bool) -> dict:
     executor = SingleThreadedExecutor()
     executor.add_node(node)
     threading.Thread(target=executor.spin, daemon=True).start()
-    sub = start_subscriber("/bench/joint_states", duration_s + 4)
-    time.sleep(2.0)  # discovery
+    sub = start_subscriber("/bench/joint_states", duration_s + 30)
+    wait_matched(node.pub_joints)
     status0 = node.sim.call("status")
     hist0 = node.sim.call("lateness_histogram")
     published0 = node.published
@@ -127,8 +140,8 @@ def run_baseline(duration_s: float) -> dict:
             pub.publish(msg)
             state["sent"] += 1
 
-    sub = start_subscriber("/baseline/joint_states", duration_s + 4)
-    time.sleep(2.0)
+    sub = start_subscriber("/baseline/joint_states", duration_s + 30)
+    wait_matched(pub)
     cpu0, wall0 = time.process_time(), time.monotonic()
     node.create_timer(PHYSICS_DT_S, on_timer)
     end = time.monotonic() + duration_s
