@@ -46,17 +46,53 @@ class RingSnapshot:
     overwrites: int  # stores that replaced the oldest slot because the ring was full
 
 
-class Ring:
-    """Joint states: ``capacity`` slots of stamp + position/velocity/effort + digest.
+class _Slots:
+    """The circular index both rings share: which slot is next, which are occupied, in order.
 
     Store and read may run on different executor threads, so both take one lock; an
     uncontended lock costs a fraction of a microsecond.
     """
 
-    def __init__(self, capacity: int, n_joints: int):
-        if capacity < 1 or n_joints < 1:
-            raise ValueError(f"capacity and n_joints must be >= 1, got {capacity}, {n_joints}")
+    def __init__(self, capacity: int):
+        if capacity < 1:
+            raise ValueError(f"capacity must be >= 1, got {capacity}")
         self._capacity = int(capacity)
+        self._next = 0
+        self._size = 0
+        self.stores = 0
+        self.overwrites = 0  # stores that replaced the oldest slot because the ring was full
+        self._lock = threading.Lock()
+
+    @property
+    def capacity(self) -> int:
+        return self._capacity
+
+    def __len__(self) -> int:
+        return self._size
+
+    def _advance(self) -> int:
+        """Claim the next slot (caller holds the lock); returns its index."""
+        i = self._next
+        self._next = i + 1 if i + 1 < self._capacity else 0
+        if self._size < self._capacity:
+            self._size += 1
+        else:
+            self.overwrites += 1
+        self.stores += 1
+        return i
+
+    def _order(self) -> np.ndarray:
+        start = self._next if self._size == self._capacity else 0
+        return (np.arange(self._size) + start) % self._capacity
+
+
+class Ring(_Slots):
+    """Joint states: ``capacity`` slots of stamp + position/velocity/effort + digest."""
+
+    def __init__(self, capacity: int, n_joints: int):
+        if n_joints < 1:
+            raise ValueError(f"n_joints must be >= 1, got {n_joints}")
+        super().__init__(capacity)
         self._n = int(n_joints)
         # One (3, n_joints) row per slot keeps a slot's payload contiguous: one digest call.
         self._payload = np.full((self._capacity, 3, self._n), np.nan)
@@ -66,15 +102,6 @@ class Ring:
         self._bytes = memoryview(self._payload.reshape(-1)).cast("B")
         self._row_nbytes = 3 * self._n * _F64.itemsize
         self._nan_bytes = np.full(self._n, np.nan).tobytes()
-        self._next = 0
-        self._size = 0
-        self.stores = 0
-        self.overwrites = 0
-        self._lock = threading.Lock()
-
-    @property
-    def capacity(self) -> int:
-        return self._capacity
 
     @property
     def n_joints(self) -> int:
@@ -84,9 +111,6 @@ class Ring:
     def nbytes(self) -> int:
         """Memory held by the arrays; fixed at construction."""
         return self._payload.nbytes + self._stamp_ns.nbytes
-
-    def __len__(self) -> int:
-        return self._size
 
     def store(self, stamp_ns: int, position: Sequence[float], velocity: Sequence[float] | None = None,
               effort: Sequence[float] | None = None) -> int:
@@ -106,21 +130,11 @@ class Ring:
         digest = hashlib.blake2b(row, digest_size=DIGEST_SIZE).digest()  # same bytes as the slot
         size = self._row_nbytes
         with self._lock:
-            i = self._next
+            i = self._advance()
             self._bytes[i * size:(i + 1) * size] = row
             self._stamp_ns[i] = stamp_ns
             self._digest[i] = digest
-            self._next = i + 1 if i + 1 < self._capacity else 0
-            if self._size < self._capacity:
-                self._size += 1
-            else:
-                self.overwrites += 1
-            self.stores += 1
             return i
-
-    def _order(self) -> np.ndarray:
-        start = self._next if self._size == self._capacity else 0
-        return (np.arange(self._size) + start) % self._capacity
 
     def snapshot(self) -> RingSnapshot:
         """All occupied slots, oldest first, as copies (fancy indexing copies)."""
@@ -163,7 +177,7 @@ def _byte_buffer(data: Any) -> Any:
         return np.asarray(data, dtype=np.uint8)
 
 
-class ImageRing:
+class ImageRing(_Slots):
     """Image metadata + digest per slot; pixels optionally, within ``pixel_budget_bytes``.
 
     Pixels are the expensive part (640x480 rgb8 is 0.9 MB), so by default none are kept;
@@ -171,25 +185,11 @@ class ImageRing:
     """
 
     def __init__(self, capacity: int, *, pixel_budget_bytes: int = 0):
-        if capacity < 1:
-            raise ValueError(f"capacity must be >= 1, got {capacity}")
-        self._capacity = int(capacity)
+        super().__init__(capacity)
         self._budget = int(pixel_budget_bytes)
         self._meta: list[ImageMeta | None] = [None] * self._capacity
         self._pixels: OrderedDict[int, np.ndarray] = OrderedDict()  # slot -> copy, oldest first
         self.pixel_bytes = 0
-        self._next = 0
-        self._size = 0
-        self.stores = 0
-        self.overwrites = 0
-        self._lock = threading.Lock()
-
-    @property
-    def capacity(self) -> int:
-        return self._capacity
-
-    def __len__(self) -> int:
-        return self._size
 
     def store(self, stamp_ns: int, width: int, height: int, step: int, encoding: str, data: Any,
               camera: str = "") -> int:
@@ -200,7 +200,7 @@ class ImageRing:
         keep = 0 < data_len <= self._budget
         pixels = np.frombuffer(buf, dtype=np.uint8).copy() if keep else None
         with self._lock:
-            i = self._next
+            i = self._advance()
             old = self._pixels.pop(i, None)
             if old is not None:
                 self.pixel_bytes -= old.nbytes
@@ -211,17 +211,7 @@ class ImageRing:
                 while self.pixel_bytes > self._budget:
                     _, evicted = self._pixels.popitem(last=False)
                     self.pixel_bytes -= evicted.nbytes
-            self._next = i + 1 if i + 1 < self._capacity else 0
-            if self._size < self._capacity:
-                self._size += 1
-            else:
-                self.overwrites += 1
-            self.stores += 1
             return i
-
-    def _order(self) -> list[int]:
-        start = self._next if self._size == self._capacity else 0
-        return [(start + k) % self._capacity for k in range(self._size)]
 
     def metas(self) -> list[ImageMeta]:
         """Metadata of the occupied slots, oldest first (frozen records, safe to share)."""
