@@ -159,7 +159,7 @@ class CameraPipeline:
             "period_s": self.period_s, "frame_id": optical_frame(name),
             "distortion_model": lens.distortion_model, "k": lens.K.ravel().tolist(),
             "d": lens.D.tolist(), "p": lens.P.ravel().tolist(),
-            "hfov_deg": lens.hfov_deg,
+            "hfov_deg": lens.hfov_deg, "source_scale": lens.source_scale,
             "qos": itf.qos_dict(itf.IMAGE_QOS),
         } for name in self.cameras]
 

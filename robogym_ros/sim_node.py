@@ -46,6 +46,8 @@ PARAMETERS = {  # name: (default, description with unit)
     "camera_width_px": (320, "image width [px]; the FOV stays 79.5 x 59.6 deg"),
     "camera_height_px": (240, "image height [px]"),
     "camera_fisheye": (True, "U20CAM equidistant fisheye lens; false = plain pinhole"),
+    "camera_source_scale": (1.0, "pinhole render resolution / fisheye centre resolution; "
+                                 "< 1 renders fewer pixels (faster, softer centre)"),
 }
 
 
@@ -94,7 +96,8 @@ class SimNode(Node):
         cameras = select_cameras(p["cameras"], config.model_path)
         if p["camera_period_s"] > 0 and cameras:
             lens = Lens(int(p["camera_width_px"]), int(p["camera_height_px"]),
-                        fisheye=bool(p["camera_fisheye"]))
+                        fisheye=bool(p["camera_fisheye"]),
+                        source_scale=float(p["camera_source_scale"]))
             try:
                 self.cameras = CameraPipeline(self, config.model_path, cameras, lens,
                                               float(p["camera_period_s"]))
