@@ -1,0 +1,32 @@
+"""Checks on recorded observation streams and on users' own buffers (numpy only, no ROS).
+
+Every check returns a :class:`CheckResult`: a one-line summary, a dict of figures (plain
+Python numbers, JSON-ready) and a tuple of :class:`Finding` -- one per fault found, each
+with a sentence that carries its figures. A clean input gives zero findings.
+
+Why these checks: a buffer that keeps references instead of copies looks right at its
+newest slot and wrong everywhere else, so the oldest slot is compared to ground truth
+first (FIELD_NOTES section 3); and anything per tick must use the control dt, not the
+physics dt, so a velocity off by the decimation is named as such (section 4).
+
+Stamps are integer nanoseconds on the tick grid ``n * control_dt_ns``. Slots and rows are
+in stored order, oldest first.
+"""
+from .buffers import audit_buffers
+from .bundles import audit_observations, audit_stream
+from .grid import check_tick_grid, classify_stamps
+from .images import check_images
+from .matching import match_by_stamp
+from .results import (BYTES_PER_PIXEL, DIGEST_SIZE, DUPLICATE, LIST_LIMIT, NEW, REORDERED, RESTART, CheckResult,
+                      Finding, ImageMeta, digest, fmt_s)
+from .slots import check_aliasing, check_slot_error, check_stale_payload
+from .velocity import check_fd_velocity, check_reported_velocity, compare_velocity
+
+__all__ = [
+    "BYTES_PER_PIXEL", "DIGEST_SIZE", "DUPLICATE", "LIST_LIMIT", "NEW", "REORDERED", "RESTART",
+    "CheckResult", "Finding", "ImageMeta", "digest", "fmt_s",
+    "check_tick_grid", "classify_stamps", "match_by_stamp",
+    "check_aliasing", "check_slot_error", "check_stale_payload",
+    "check_fd_velocity", "check_reported_velocity", "compare_velocity",
+    "audit_buffers", "check_images", "audit_observations", "audit_stream",
+]

@@ -1,0 +1,156 @@
+"""The buffer audit: every slot its own memory, none shared with received messages, none changed."""
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import numpy as np
+from numpy.lib.array_utils import byte_bounds
+
+from .results import LIST_LIMIT, CheckResult, Finding, _capped, digest
+
+
+def _buffer_of(obj: Any) -> np.ndarray | None:
+    """The memory an object exposes, without copying; None for objects with no buffer."""
+    if isinstance(obj, np.ndarray):
+        return obj
+    try:
+        memoryview(obj)
+    except TypeError:
+        return None
+    return np.asarray(obj) if not isinstance(obj, (bytes, bytearray, memoryview)) else np.frombuffer(obj, np.uint8)
+
+
+def audit_buffers(slots: Sequence[Any], *, digests: Sequence[bytes | None] | None = None,
+                  received: Sequence[Any] = (), name: str = "buffer_audit") -> CheckResult:
+    """Every slot its own memory, none shared with received messages, none changed since store.
+
+    Counting objects misses views (``obs[:]`` is a new object over the same memory), so
+    memory is compared with ``np.shares_memory``; candidates are found by byte bounds
+    first so a long buffer costs O(n log n), not n**2.
+    """
+    n = len(slots)
+    if n == 0:
+        return CheckResult(name, "no slots to audit", {"n_slots": 0}, no_data=True)
+    by_id: dict[int, list[int]] = {}
+    for i, obj in enumerate(slots):
+        by_id.setdefault(id(obj), []).append(i)
+    same_object = [g for g in by_id.values() if len(g) > 1]
+
+    # (lo, hi, is_received, index, array) for everything that has memory
+    spans = []
+    for kind, objs in ((0, slots), (1, received)):
+        for i, obj in enumerate(objs):
+            arr = _buffer_of(obj)
+            if arr is not None and arr.nbytes > 0:
+                lo, hi = byte_bounds(arr)
+                spans.append((lo, hi, kind, i, arr))
+    spans.sort(key=lambda s: s[0])
+    parent = list(range(n))
+
+    def root(i: int) -> int:
+        while parent[i] != i:
+            parent[i] = parent[parent[i]]
+            i = parent[i]
+        return i
+
+    received_pairs: list[tuple[int, int]] = []
+    cluster: list = []
+    cluster_hi = -1
+
+    def settle(members: list) -> None:
+        # Same pointer/shape/strides means same memory; only distinct layouts need shares_memory.
+        layouts: dict[tuple, list] = {}
+        for m in members:
+            a = m[4]
+            layouts.setdefault((a.__array_interface__["data"][0], a.shape, a.strides, a.dtype.str), []).append(m)
+        groups = sorted(layouts.values(), key=lambda g: g[0][0])
+        linked = [(g, g) for g in groups]
+        for gi, g in enumerate(groups):
+            for h in groups[gi + 1:]:
+                if h[0][0] >= g[0][1]:  # sorted by start: nothing further overlaps g
+                    break
+                if np.shares_memory(g[0][4], h[0][4]):
+                    linked.append((g, h))
+        for g, h in linked:
+            g_slots = [m[3] for m in g if m[2] == 0]
+            h_slots = [m[3] for m in h if m[2] == 0] if h is not g else []
+            all_slots = g_slots + h_slots
+            for s in all_slots[1:]:
+                parent[root(s)] = root(all_slots[0])
+            # One example pair per slot keeps this linear when thousands of slots alias one array.
+            for slots_, other in ((g_slots, h), (h_slots, g)):
+                rec = next((m[3] for m in other if m[2] == 1), None)
+                if rec is not None:
+                    received_pairs.extend((s, rec) for s in slots_)
+
+    for span in spans:
+        if cluster and span[0] >= cluster_hi:
+            if len(cluster) > 1:
+                settle(cluster)
+            cluster, cluster_hi = [], -1
+        cluster.append(span)
+        cluster_hi = max(cluster_hi, span[1])
+    if len(cluster) > 1:
+        settle(cluster)
+
+    groups: dict[int, list[int]] = {}
+    for i in range(n):
+        groups.setdefault(root(i), []).append(i)
+    sharing = [g for g in groups.values() if len(g) > 1]
+    identical = {frozenset(g) for g in same_object}
+    view_groups = [g for g in sharing if frozenset(g) not in identical]
+    received_pairs = sorted(set(received_pairs))
+    slots_sharing_received = sorted({s for s, _ in received_pairs})
+
+    mismatched: list[int] = []
+    n_verified = 0
+    if digests is not None:
+        if len(digests) != n:
+            raise ValueError(f"{len(digests)} digests for {n} slots")
+        for i, (obj, d) in enumerate(zip(slots, digests)):
+            if d is not None:
+                n_verified += 1
+                if digest(obj) != d:
+                    mismatched.append(i)
+
+    figures = {
+        "n_slots": n, "n_objects": len(by_id),
+        "n_same_object_slots": sum(len(g) for g in same_object),
+        "n_sharing_slots": sum(len(g) for g in sharing),
+        "sharing_groups": [_capped(g) for g in sharing[:LIST_LIMIT]],
+        "n_slots_sharing_received": len(slots_sharing_received),
+        "received_pairs": [list(p) for p in received_pairs[:LIST_LIMIT]],
+        "n_verified": n_verified, "n_digest_mismatch": len(mismatched), "mismatch_slots": _capped(mismatched),
+    }
+    findings = []
+    for g in same_object[:LIST_LIMIT]:
+        findings.append(Finding("same_object", (
+            f"{len(g)} slots are one and the same object (slots {_short(g)}): the buffer stores references, "
+            f"not copies"), {"slots": _capped(g)}))
+    for g in view_groups[:LIST_LIMIT]:
+        findings.append(Finding("shared_memory", (
+            f"{len(g)} slots share memory though they are {len({id(slots[i]) for i in g})} distinct objects "
+            f"(slots {_short(g)}): views such as obs[:] or np.asarray(obs) -- copy on store"),
+            {"slots": _capped(g)}))
+    if received_pairs:
+        findings.append(Finding("shares_received", (
+            f"{len(slots_sharing_received)} slots share memory with received message arrays (slots "
+            f"{_short(slots_sharing_received)}): the buffer keeps the sender's arrays, not copies"),
+            {"n_slots": len(slots_sharing_received), "pairs": [list(p) for p in received_pairs[:LIST_LIMIT]]}))
+    if mismatched:
+        findings.append(Finding("digest_mismatch", (
+            f"{len(mismatched)} of {n_verified} slots changed after store (content no longer matches the "
+            f"digest taken at store time): slots {_short(mismatched)}"),
+            {"n_mismatch": len(mismatched), "slots": _capped(mismatched)}))
+    verified = (f"{len(mismatched)} of {n_verified} changed since store" if n_verified
+                else "no store-time digests to verify")
+    summary = (f"{n} slots in {len(by_id)} objects; {figures['n_sharing_slots']} share memory with another slot, "
+               f"{len(slots_sharing_received)} with received arrays; {verified}")
+    return CheckResult(name, summary, figures, tuple(findings))
+
+
+def _short(indices: Sequence[int]) -> str:
+    idx = list(indices)
+    if len(idx) > 2 and idx == list(range(idx[0], idx[-1] + 1)):
+        return f"{idx[0]}..{idx[-1]}"
+    return ", ".join(map(str, idx[:8])) + (", ..." if len(idx) > 8 else "")

@@ -1,0 +1,40 @@
+"""Matching stored slots to ground-truth rows by stamp, run by run."""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from .grid import classify_stamps
+from .results import _rows, _stamps
+
+
+def match_by_stamp(stamps_ns: Any, true_stamps_ns: Any, *, control_dt_ns: int | None = None) -> np.ndarray:
+    """Index of the ground-truth row with the same stamp for each slot; -1 where none.
+
+    With ``control_dt_ns`` both streams are split into runs at a sim restart and matched
+    run by run, since a restarted sim reuses the stamps of the first run.
+    """
+    stamps = _stamps(stamps_ns)
+    true_stamps = _stamps(true_stamps_ns, "true_stamps_ns")
+    if control_dt_ns is None:
+        seg = np.zeros(len(stamps), np.int64)
+        true_seg = np.zeros(len(true_stamps), np.int64)
+    else:
+        seg = classify_stamps(stamps, control_dt_ns)[1]
+        true_seg = classify_stamps(true_stamps, control_dt_ns)[1]
+    index: dict[tuple[int, int], int] = {}
+    for i, key in enumerate(zip(true_seg.tolist(), true_stamps.tolist())):
+        index.setdefault(key, i)
+    return np.array([index.get(key, -1) for key in zip(seg.tolist(), stamps.tolist())], dtype=np.int64)
+
+
+def _matched(stamps, values, true_stamps, true_values, control_dt_ns, what="positions"):
+    stamps = _stamps(stamps)
+    values = _rows(values, len(stamps), what)
+    true_stamps = _stamps(true_stamps, "true_stamps_ns")
+    true_values = _rows(true_values, len(true_stamps), f"true_{what}")
+    if values.shape[1] != true_values.shape[1]:
+        raise ValueError(f"{what} have {values.shape[1]} columns, truth has {true_values.shape[1]}")
+    idx = match_by_stamp(stamps, true_stamps, control_dt_ns=control_dt_ns)
+    return stamps, values, true_values, idx
