@@ -108,13 +108,13 @@ class Physics:
         j_ids = self.model.actuator_trnid[self._actuators, 0]
         self._qpos_adr = self.model.jnt_qposadr[j_ids].copy()
         self._dof_adr = self.model.jnt_dofadr[j_ids].copy()
+        self._actuator_of = {j.name: int(a) for j, a in zip(self.joints, self._actuators)}
         self._pose_idx = (self._object_adr[:, None] + np.arange(POSE_SIZE)).ravel()
         self._dual_arm = scene.is_dual_arm_scene(self.model)
         self._rng = np.random.default_rng(seed)
         self._pending: dict[int, float] = {}
         self.tick_index = 0  # control ticks since start; never reset
         self.episode = 0
-        self.last_draw: dict = {}
         self.reset()
 
     @property
@@ -130,34 +130,29 @@ class Physics:
         """Joint positions, a copy (never a view into MjData)."""
         return self.data.qpos[self._qpos_adr]  # fancy indexing copies
 
-    @property
-    def targets(self) -> np.ndarray:
-        return self.data.ctrl[self._actuators]
-
     def reset(self) -> dict:
         """New episode: re-randomise, drop pending targets; the clock keeps running."""
         if self._dual_arm:
-            self.last_draw = scene.reset_scene(self.model, self.data, self._rng)
+            draw = scene.reset_scene(self.model, self.data, self._rng)
         else:
             mujoco.mj_resetData(self.model, self.data)
             if self.model.nkey:
                 mujoco.mj_resetDataKeyframe(self.model, self.data, 0)
             mujoco.mj_forward(self.model, self.data)
-            self.last_draw = {}
+            draw = {}
         # Servos hold where the arm is, so a reset never yanks toward stale targets.
         self.data.ctrl[self._actuators] = self.data.qpos[self._qpos_adr]
         self._pending.clear()
         self.episode += 1
-        return self.last_draw
+        return draw
 
     def set_targets(self, targets: dict[str, float]) -> None:
         """Queue position targets; they take effect at the start of the next control tick."""
-        index = {j.name: i for i, j in enumerate(self.joints)}
-        unknown = [n for n in targets if n not in index]
+        unknown = [n for n in targets if n not in self._actuator_of]
         if unknown:
             raise KeyError(f"unknown joints {unknown}")
         for name, value in targets.items():
-            self._pending[int(self._actuators[index[name]])] = float(value)
+            self._pending[self._actuator_of[name]] = float(value)
 
     def step_tick(self) -> bool:
         """Advance one whole control tick at once (paused single step, as-fast-as-possible)."""
