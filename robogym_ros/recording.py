@@ -80,8 +80,14 @@ class Recording:
         results = verdict_results(js.stamp_ns, js.position, js.velocity, truth.stamp_ns,
                                   truth.position, truth.velocity, self.spec,
                                   images=self.images.metas())
-        results.append(checks.audit_buffers(self.joints.slots(), digests=self.joints.digests(),
-                                            received=list(self.recent)))
+        audit = checks.audit_buffers(self.joints.slots(), digests=self.joints.digests(),
+                                     received=list(self.recent))
+        # How the live recording went, beside the audit of its storage (absent from a bag).
+        audit.figures.update(messages_realigned_by_name=self.foreign_names,
+                             ring_overwrites=js.overwrites)
+        results.append(audit)
+        if self.spec_updates:  # a second latched spec: the sim restarted under us
+            results[0].figures["sim_restarts_seen"] = self.spec_updates
         return Verdict(results, title=title)
 
 
