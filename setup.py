@@ -17,7 +17,7 @@ setup(
     name=PACKAGE,
     version="0.1.0",
     packages=find_packages(exclude=["test", "test.*"]),
-    package_data={PACKAGE: ["models/*.xml"]},
+    package_data={f"{PACKAGE}.sim": ["models/*.xml"]},
     data_files=[
         ("share/ament_index/resource_index/packages", [f"resource/{PACKAGE}"]),
         (f"share/{PACKAGE}", ["package.xml"]),
@@ -37,10 +37,10 @@ setup(
     tests_require=["pytest"],
     entry_points={
         "console_scripts": [
-            "robogym_sim = robogym_ros.sim_node:main",
-            "robogym_recorder = robogym_ros.recorder_node:main",
-            "robogym_motion = robogym_ros.motion_node:main",
-            "robogym_demo = robogym_ros.demo:main",
+            "robogym_sim = robogym_ros.nodes.sim_node:main",
+            "robogym_recorder = robogym_ros.nodes.recorder_node:main",
+            "robogym_motion = robogym_ros.nodes.motion_node:main",
+            "robogym_demo = robogym_ros.tools.demo:main",
         ],
     },
 )

@@ -1,6 +1,6 @@
 """Per-frame cost of the camera pipeline against a bare MuJoCo render (figures only).
 
-    MUJOCO_GL=egl python bench/bench_camera.py [--model robogym_ros/models/so101_dual.xml]
+    MUJOCO_GL=egl python bench/bench_camera.py [--model robogym_ros/sim/models/so101_dual.xml]
 
 Stages of one frame of one camera:
   state    mj_setState + mj_forward (once per observation, shared by all cameras)
@@ -29,7 +29,7 @@ os.environ.setdefault("ROS_DOMAIN_ID", "71")
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
-DEFAULT_MODEL = REPO / "robogym_ros" / "models" / "so101_dual.xml"
+DEFAULT_MODEL = REPO / "robogym_ros" / "sim" / "models" / "so101_dual.xml"
 TOPIC = "/bench_camera/image"
 
 # Stand-in for the real scene: table, two capsule "arms", a block and a tray, lit with a
@@ -136,8 +136,8 @@ def _bench_resolution(args, mujoco, camera, w, h, publisher, stamp_clock):
     import numpy as np
     from sensor_msgs.msg import Image
 
-    from robogym_ros.lens import Lens
-    from robogym_ros.renderer import CameraRenderer
+    from robogym_ros.camera.lens import Lens
+    from robogym_ros.camera.renderer import CameraRenderer
 
     model = _load(mujoco, args.model)
     lens = Lens(w, h, fisheye=not args.no_fisheye, source_scale=args.source_scale)

@@ -54,8 +54,10 @@ from rclpy.serialization import deserialize_message, serialize_message  # noqa: 
 from sensor_msgs.msg import Image, JointState  # noqa: E402
 from std_msgs.msg import String  # noqa: E402
 
-from robogym_ros import interface as itf  # noqa: E402
-from robogym_ros import recorder_node as rn  # noqa: E402
+from robogym_ros import contract  # noqa: E402
+from robogym_ros.contract import JointSpec, Spec, TopicSpec  # noqa: E402
+from robogym_ros.nodes import qos  # noqa: E402
+from robogym_ros.nodes import recorder_node as rn  # noqa: E402
 
 N_JOINTS = 12
 NAMES = [f"joint_{i}" for i in range(N_JOINTS)]
@@ -67,19 +69,15 @@ def child_env() -> dict:
         p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p))
 
 
-def make_spec(ns: str, control_dt_ns: int) -> dict:
-    topics = {
-        "joint_states": itf.topic_entry(f"{ns}/{itf.JOINT_STATES}", "sensor_msgs/msg/JointState",
-                                        control_dt_ns * 1e-9, itf.STREAM_QOS),
-        "ground_truth_joints": itf.topic_entry(f"{ns}/{itf.TRUTH_JOINTS}", "sensor_msgs/msg/JointState",
-                                               control_dt_ns * 1e-9, itf.STREAM_QOS),
-        "ground_truth_objects": itf.topic_entry(f"{ns}/{itf.TRUTH_OBJECTS}", "geometry_msgs/msg/PoseArray",
-                                                control_dt_ns * 1e-9, itf.STREAM_QOS),
-    }
-    return {"format": itf.SPEC_FORMAT, "node": f"{ns}/{itf.SIM_NODE}",
-            "joints": [{"name": n} for n in NAMES], "decimation": 1,
-            "control_dt_ns": control_dt_ns, "control_dt_s": control_dt_ns * 1e-9,
-            "topics": topics, "cameras": []}
+def make_spec(ns: str, control_dt_ns: int) -> Spec:
+    def topic(name: str, msg_type: str) -> TopicSpec:
+        return TopicSpec(f"{ns}/{name}", msg_type, control_dt_ns * 1e-9, contract.STREAM_QOS)
+
+    return Spec(node=f"{ns}/{contract.SIM_NODE}", joints=tuple(JointSpec(n) for n in NAMES), decimation=1,
+                control_dt_ns=control_dt_ns,
+                topics={"joint_states": topic(contract.JOINT_STATES, "sensor_msgs/msg/JointState"),
+                        "ground_truth_joints": topic(contract.TRUTH_JOINTS, "sensor_msgs/msg/JointState"),
+                        "ground_truth_objects": topic(contract.TRUTH_OBJECTS, "geometry_msgs/msg/PoseArray")})
 
 
 def tick_arrays(n: int, dt_ns: int, first: int = 1) -> tuple[list, list]:
@@ -112,11 +110,11 @@ def publisher_main(argv: list[str]) -> int:
     dt_ns = round(1e9 / a.rate)
     rclpy.init()
     node = rclpy.create_node("bench_recorder_publisher", namespace=a.ns)
-    pubs = [node.create_publisher(JointState, itf.JOINT_STATES, itf.STREAM_QOS)]
+    pubs = [node.create_publisher(JointState, contract.JOINT_STATES, qos.STREAM_QOS)]
     if a.truth:
-        pubs.insert(0, node.create_publisher(JointState, itf.TRUTH_JOINTS, itf.STREAM_QOS))
-        spec_pub = node.create_publisher(String, f"{itf.SIM_NODE}/spec", itf.SPEC_QOS)
-        spec_pub.publish(String(data=itf.spec_to_json(make_spec(a.ns, dt_ns))))
+        pubs.insert(0, node.create_publisher(JointState, contract.TRUTH_JOINTS, qos.STREAM_QOS))
+        spec_pub = node.create_publisher(String, f"{contract.SIM_NODE}/spec", qos.SPEC_QOS)
+        spec_pub.publish(String(data=make_spec(a.ns, dt_ns).to_json()))
     deadline = time.monotonic() + 30.0
     while any(pub.get_subscription_count() == 0 for pub in pubs) and time.monotonic() < deadline:
         time.sleep(0.02)
@@ -194,7 +192,7 @@ def recorder_node(ns: str, dt_ns: int, record: str | None = None) -> rn.Recorder
     """A real RecorderNode, handed the spec directly (as its latched subscription would)."""
     argv = ["--record", record] if record else []
     node = rn.RecorderNode(rn.parse_args(argv), namespace=ns)
-    node._on_spec(String(data=itf.spec_to_json(make_spec(ns, dt_ns))))
+    node._on_spec(String(data=make_spec(ns, dt_ns).to_json()))
     return node
 
 
@@ -217,7 +215,7 @@ def micro(tmp: Path, batch: int, n_batches: int) -> dict:
     ns = f"/bench_rec_micro_{os.getpid()}"
     node = recorder_node(ns, dt_ns)
     node_raw = recorder_node(ns + "_raw", dt_ns, record=str(tmp / "micro_bag"))
-    raw_cb = callback_of(node_raw, f"{ns}_raw/{itf.JOINT_STATES}")
+    raw_cb = callback_of(node_raw, f"{ns}_raw/{contract.JOINT_STATES}")
     def deserialize_bare(cdr):  # what rclpy does before a (non-raw) callback: the raw path's baseline
         bare(deserialize_message(cdr, JointState))
 
@@ -256,11 +254,11 @@ def e2e(tmp: Path, rate: float, windows: int, window_s: float) -> dict:
     """
     dt_ns = round(1e9 / rate)
     ns = f"/bench_rec_e2e_{os.getpid()}"
-    topic = f"{ns}/{itf.JOINT_STATES}"
+    topic = f"{ns}/{contract.JOINT_STATES}"
     # Real RecorderNodes under other namespaces, not spun: only their callbacks are used here.
     rec = recorder_node(ns + "_typed", dt_ns)
     rec_raw = recorder_node(ns + "_raw", dt_ns, record=str(tmp / "e2e_bag"))
-    raw_cb = callback_of(rec_raw, f"{ns}_raw/{itf.JOINT_STATES}")
+    raw_cb = callback_of(rec_raw, f"{ns}_raw/{contract.JOINT_STATES}")
     count = [0]
 
     def bare(msg):
@@ -331,7 +329,7 @@ def e2e(tmp: Path, rate: float, windows: int, window_s: float) -> dict:
 
 def bag_throughput(tmp: Path, repeats: int) -> list[dict]:
     from rosbags.rosbag2 import StoragePlugin, Writer
-    from robogym_ros.bagio import TYPESTORE, BagWriter, IMAGE, JOINT_STATE, _qos
+    from robogym_ros.recorder.bagio import TYPESTORE, BagWriter, IMAGE, JOINT_STATE, _qos
     from rosbags.typesys import get_typestore
 
     typestore = get_typestore(TYPESTORE)
@@ -397,7 +395,7 @@ def rate_run(tmp: Path, rate: float, seconds: float) -> dict:
     pub_log = tmp / f"publisher_{int(rate)}.log"
     t_start = time.monotonic()
     recorder = subprocess.Popen(
-        [sys.executable, "-m", "robogym_ros.recorder_node", "--ticks", str(n), "--json", str(json_path),
+        [sys.executable, "-m", "robogym_ros.nodes.recorder_node", "--ticks", str(n), "--json", str(json_path),
          "--ros-args", "-r", f"__ns:={ns}"],
         stdout=open(rec_log, "w"), stderr=subprocess.STDOUT, env=child_env())
     pub = start_publisher(ns, rate, n, True, pub_log)
@@ -478,7 +476,7 @@ def report_bag(rows: list[dict], repeats: int) -> None:
 
 def report_rate_head(seconds: float) -> None:
     print(f"\n3. loss-free rate: a publisher process (joint_states + ground truth on the tick grid, STREAM_QOS "
-          f"RELIABLE depth {itf.STREAM_QOS.depth}, latched spec) vs `python -m robogym_ros.recorder_node --ticks N`, "
+          f"RELIABLE depth {qos.STREAM_QOS.depth}, latched spec) vs `python -m robogym_ros.recorder_node --ticks N`, "
           f"{seconds:g} s per rate; the recorder receives 2 messages per tick", flush=True)
     print(f"    {'rate':>6s}{'pub Hz':>9s}{'pub late':>9s}{'lag ms':>8s}{'sent':>7s}{'received':>10s}{'recv %':>8s}"
           f"{'dropped':>9s}{'dup':>5s}{'reord':>6s}{'period':>8s}{'verdict':>9s}{'pub CPU%':>10s}{'rec CPU s':>10s}")

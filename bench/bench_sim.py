@@ -25,10 +25,11 @@ import rclpy  # noqa: E402
 from rclpy.executors import SingleThreadedExecutor  # noqa: E402
 from sensor_msgs.msg import JointState  # noqa: E402
 
-from robogym_ros import interface as itf  # noqa: E402
-from robogym_ros.physics import Physics, default_model_path  # noqa: E402
-from robogym_ros.realtime import HIST_BIN_S, HIST_BINS, lateness_percentile_s  # noqa: E402
-from robogym_ros.sim_node import SimNode  # noqa: E402
+from robogym_ros import contract
+from robogym_ros.nodes import qos  # noqa: E402
+from robogym_ros.sim.physics import Physics, default_model_path  # noqa: E402
+from robogym_ros.sim.loop import HIST_BIN_S, HIST_BINS, lateness_percentile_s  # noqa: E402
+from robogym_ros.nodes.sim_node import SimNode  # noqa: E402
 
 PHYSICS_DT_S = 0.002
 DECIMATION = 5
@@ -36,12 +37,13 @@ DECIMATION = 5
 SUBSCRIBER = textwrap.dedent("""
     import sys, time, rclpy
     from sensor_msgs.msg import JointState
-    from robogym_ros import interface as itf
+    from robogym_ros import contract
+from robogym_ros.nodes import qos
     rclpy.init()
     node = rclpy.create_node("bench_subscriber")
     count = [0]
     node.create_subscription(JointState, sys.argv[1], lambda m: count.__setitem__(0, count[0] + 1),
-                             itf.STREAM_QOS)
+                             qos.STREAM_QOS)
     end = time.monotonic() + float(sys.argv[2])
     last = [0, time.monotonic()]
     while time.monotonic() < end:
@@ -93,24 +95,24 @@ def run_sim_node(duration_s: float, cameras: bool) -> dict:
     executor.add_node(node)
     threading.Thread(target=executor.spin, daemon=True).start()
     sub = start_subscriber("/bench/joint_states", duration_s + 30)
-    wait_matched(node.pub_joints)
-    status0 = node.sim.call("status")
-    hist0 = node.sim.call("lateness_histogram")
-    published0 = node.published
+    wait_matched(node.ticks.pub_joints)
+    status0 = node.sim.status()
+    hist0 = node.sim.lateness_histogram()
+    published0 = node.ticks.published
     cpu0, wall0 = time.process_time(), time.monotonic()
-    node.sim.call("resume")
+    node.sim.resume()
     time.sleep(duration_s)
-    node.sim.call("pause")
+    node.sim.pause()
     cpu_s, wall_s = time.process_time() - cpu0, time.monotonic() - wall0
-    status = node.sim.call("status")
-    hist = node.sim.call("lateness_histogram") - hist0
-    sent = node.published - published0
+    status = node.sim.status()
+    hist = node.sim.lateness_histogram() - hist0
+    sent = node.ticks.published - published0
     received = int(sub.communicate()[0].strip() or 0)
     executor.shutdown()
     node.destroy_node()
     return summarize("sim node (physics process)", hist,
-                     status["late_steps"] - status0["late_steps"], status["steps"] - status0["steps"],
-                     (status["sim_time_ns"] - status0["sim_time_ns"]) * 1e-9, wall_s, cpu_s,
+                     status.late_steps - status0.late_steps, status.steps - status0.steps,
+                     (status.sim_time_ns - status0.sim_time_ns) * 1e-9, wall_s, cpu_s,
                      received, sent)
 
 
@@ -118,7 +120,7 @@ def run_baseline(duration_s: float) -> dict:
     """The naive way: one process, an rclpy timer at the physics dt stepping MuJoCo."""
     physics = Physics(default_model_path(), PHYSICS_DT_S, DECIMATION, seed=0)
     node = rclpy.create_node("bench_baseline", namespace="/baseline")
-    pub = node.create_publisher(JointState, itf.JOINT_STATES, itf.STREAM_QOS)
+    pub = node.create_publisher(JointState, contract.JOINT_STATES, qos.STREAM_QOS)
     names = physics.joint_names
     hist = np.zeros(HIST_BINS, dtype=np.int64)
     state = {"k": 0, "late": 0, "origin": None, "sent": 0}

@@ -22,7 +22,8 @@ from sensor_msgs.msg import JointState
 from std_msgs.msg import String
 from std_srvs.srv import Trigger
 
-from robogym_ros import interface as itf
+from robogym_ros import contract
+from robogym_ros.nodes import qos
 
 MODELS = Path(__file__).parent / "models"
 _counter = itertools.count()
@@ -37,7 +38,7 @@ class SimProcessUnderTest:
     """``python -m robogym_ros.sim_node`` with parameters, under a unique namespace."""
 
     def __init__(self, namespace: str, log_dir=None, **params):
-        args = [sys.executable, "-m", "robogym_ros.sim_node", "--ros-args", "-r", f"__ns:=/{namespace}"]
+        args = [sys.executable, "-m", "robogym_ros.nodes.sim_node", "--ros-args", "-r", f"__ns:=/{namespace}"]
         for k, v in params.items():
             args += ["-p", f"{k}:={json.dumps(v) if isinstance(v, str) else str(v).lower() if isinstance(v, bool) else v}"]
         log_dir = log_dir or tempfile.gettempdir()
@@ -76,14 +77,14 @@ class Observer:
         self.diagnostics: list[DiagnosticArray] = []
         self.spec: dict | None = None
         self._lock = threading.Lock()
-        n.create_subscription(JointState, itf.JOINT_STATES, self._keep(self.joint_states), itf.STREAM_QOS)
-        n.create_subscription(JointState, itf.TRUTH_JOINTS, self._keep(self.truth), itf.STREAM_QOS)
-        n.create_subscription(PoseArray, itf.TRUTH_OBJECTS, self._keep(self.objects), itf.STREAM_QOS)
-        n.create_subscription(Clock, itf.CLOCK, self._keep(self.clock), itf.CLOCK_QOS)
-        n.create_subscription(DiagnosticArray, itf.DIAGNOSTICS, self._keep(self.diagnostics), 10)
-        n.create_subscription(String, f"/{namespace}/{itf.SIM_NODE}/spec", self._on_spec, itf.SPEC_QOS)
-        self.commands = n.create_publisher(JointState, itf.JOINT_COMMANDS, itf.COMMAND_QOS)
-        self.services = {s: n.create_client(Trigger, f"/{namespace}/{itf.SIM_NODE}/{s}")
+        n.create_subscription(JointState, contract.JOINT_STATES, self._keep(self.joint_states), qos.STREAM_QOS)
+        n.create_subscription(JointState, contract.TRUTH_JOINTS, self._keep(self.truth), qos.STREAM_QOS)
+        n.create_subscription(PoseArray, contract.TRUTH_OBJECTS, self._keep(self.objects), qos.STREAM_QOS)
+        n.create_subscription(Clock, contract.CLOCK, self._keep(self.clock), qos.CLOCK_QOS)
+        n.create_subscription(DiagnosticArray, contract.DIAGNOSTICS, self._keep(self.diagnostics), 10)
+        n.create_subscription(String, f"/{namespace}/{contract.SIM_NODE}/spec", self._on_spec, qos.SPEC_QOS)
+        self.commands = n.create_publisher(JointState, contract.JOINT_COMMANDS, qos.COMMAND_QOS)
+        self.services = {s: n.create_client(Trigger, f"/{namespace}/{contract.SIM_NODE}/{s}")
                          for s in ("pause", "resume", "reset", "step")}
         self.executor = SingleThreadedExecutor()
         self.executor.add_node(n)
@@ -97,7 +98,9 @@ class Observer:
         return callback
 
     def _on_spec(self, msg: String):
-        self.spec = itf.spec_from_json(msg.data)
+        spec = json.loads(msg.data)  # the wire format, as any reader sees it
+        assert spec["format"] == contract.SPEC_FORMAT, spec.get("format")
+        self.spec = spec
 
     def wait_for(self, predicate, timeout_s: float = 20.0, what: str = "condition"):
         deadline = time.monotonic() + timeout_s
@@ -125,7 +128,7 @@ class Observer:
 
     def diag_values(self) -> dict:
         """This sim's status only: /diagnostics is global, and every sim's node is robogym_sim."""
-        me = f"/{self.namespace}/{itf.SIM_NODE}"
+        me = f"/{self.namespace}/{contract.SIM_NODE}"
         with self._lock:
             for arr in reversed(self.diagnostics):
                 for status in arr.status:

@@ -6,20 +6,22 @@ import pytest
 from mcap.reader import make_reader
 from mcap_ros2.decoder import DecoderFactory
 
-from robogym_ros.bagio import BagError, BagWriter, read_bag
+from robogym_ros import contract
+from robogym_ros.contract import CameraSpec, JointSpec, Spec, TopicSpec
+from robogym_ros.recorder.bagio import BagError, BagWriter, read_bag
 from robogym_ros.checks import audit_stream, check_images, digest
-from robogym_ros.verdict import EXIT_FAIL, EXIT_PASS, Verdict
+from robogym_ros.recorder.verdict import EXIT_FAIL, EXIT_PASS, Verdict
 
 DT_NS = 10_000_000
 DECIMATION = 5
 NAMES = [f"{side}_{j}" for side in ("left", "right")
          for j in ("shoulder_pan", "shoulder_lift", "elbow_flex", "wrist_flex", "wrist_roll", "gripper")]
-SPEC = {"control_dt_s": 0.01, "control_dt_ns": DT_NS, "physics_dt_s": 0.002, "decimation": DECIMATION,
-        "joints": [{"name": n, "lower": -1.0, "upper": 1.0, "unit": "rad"} for n in NAMES],
-        "topics": {"joint_states": {"name": "joint_states", "type": "sensor_msgs/msg/JointState",
-                                    "period_s": 0.01, "qos": "reliable"}},
-        "cameras": [{"name": "overhead", "image_topic": "cameras/overhead/image_raw",
-                     "info_topic": "cameras/overhead/camera_info", "width": 32, "height": 24, "period_s": 0.03}]}
+SPEC = Spec(control_dt_ns=DT_NS, physics_dt_ns=2_000_000, decimation=DECIMATION,
+            joints=tuple(JointSpec(n, lower=-1.0, upper=1.0) for n in NAMES),
+            topics={"joint_states": TopicSpec("joint_states", "sensor_msgs/msg/JointState", 0.01,
+                                              contract.STREAM_QOS)},
+            cameras=(CameraSpec("overhead", "cameras/overhead/image_raw", "cameras/overhead/camera_info",
+                                width=32, height=24, period_s=0.03),))
 W, H = 32, 24
 
 
@@ -95,7 +97,7 @@ def test_mcap_cross_check_with_independent_reader(tmp_path):
     assert (img.width, img.height, img.step, img.encoding, len(img.data)) == \
         (ours.images[1].width, ours.images[1].height, ours.images[1].step, ours.images[1].encoding,
          ours.images[1].data_len)
-    assert json.loads(seen["/robogym_sim/spec"][0][2].data) == SPEC
+    assert json.loads(seen["/robogym_sim/spec"][0][2].data) == SPEC.to_dict()
     pose = seen["/ground_truth/object_poses"][5][2].poses[1]
     assert [pose.position.x, pose.orientation.w, pose.orientation.z] == [0.3, 0.7071, 0.7071]
 

@@ -19,12 +19,13 @@ import pytest  # noqa: E402
 from rclpy.executors import SingleThreadedExecutor  # noqa: E402
 from sensor_msgs.msg import CameraInfo, Image  # noqa: E402
 
-from robogym_ros import interface as itf  # noqa: E402
-from robogym_ros import messages  # noqa: E402
-from robogym_ros.cameras import DEFAULT_CAMERAS  # noqa: E402
-from robogym_ros.physics import default_model_path  # noqa: E402
-from robogym_ros.renderer import camera_pose_optical, is_software_gl  # noqa: E402
-from robogym_ros.sim_node import SimNode  # noqa: E402
+from robogym_ros import contract
+from robogym_ros.nodes import qos  # noqa: E402
+from robogym_ros.nodes import messages  # noqa: E402
+from robogym_ros.params import DEFAULT_CAMERAS  # noqa: E402
+from robogym_ros.sim.physics import default_model_path  # noqa: E402
+from robogym_ros.camera.renderer import camera_pose_optical, is_software_gl  # noqa: E402
+from robogym_ros.nodes.sim_node import SimNode  # noqa: E402
 from simharness import Observer, SimProcessUnderTest, new_namespace, start_sim  # noqa: E402
 
 stamp_ns = messages.stamp_ns
@@ -45,9 +46,9 @@ class CameraObserver(Observer):
         self.arrival_minus_stamp_s = {c: [] for c in cameras}
         for c in cameras:
             self.node.create_subscription(Image, f"cameras/{c}/image_raw", self._on_image(c),
-                                          itf.IMAGE_QOS)
+                                          qos.IMAGE_QOS)
             self.node.create_subscription(CameraInfo, f"cameras/{c}/camera_info",
-                                          self._keep(self.infos[c]), itf.IMAGE_QOS)
+                                          self._keep(self.infos[c]), qos.IMAGE_QOS)
 
     def _on_image(self, camera):
         def callback(msg):
@@ -229,7 +230,7 @@ def test_every_frame_is_its_own_message_with_its_own_buffer(ros):
         obs.wait_for(lambda: obs.spec is not None, 20, "spec")
         obs.wait_matched()
         obs.send(["left_wrist_roll"], [1.5])
-        obs.wait_for(lambda: node.accepted == 1, 10, "command accepted")
+        obs.wait_for(lambda: node.commands.accepted == 1, 10, "command accepted")
         obs.call("resume")
         obs.wait_frames("left_wrist", 8)
         obs.call("pause")
@@ -264,8 +265,8 @@ def test_every_frame_is_its_own_message_with_its_own_buffer(ros):
 
 def render_offline(joint_msg, poses_msg, cameras, spec_entry):
     """Render the state named by joint_states + object poses, as the node would."""
-    from robogym_ros.lens import Lens
-    from robogym_ros.renderer import CameraRenderer
+    from robogym_ros.camera.lens import Lens
+    from robogym_ros.camera.renderer import CameraRenderer
     model = mujoco.MjModel.from_xml_path(default_model_path())
     data = mujoco.MjData(model)
     lens = Lens(spec_entry["width"], spec_entry["height"],
@@ -521,7 +522,7 @@ def test_a_too_fast_camera_skips_frames_and_leaves_physics_alone(make_cam_sim):
 
 def local_gl_renderer() -> str:
     """GL_RENDERER here, which is what the node on this machine gets too."""
-    from robogym_ros.renderer import GLContext, _gl_renderer_string
+    from robogym_ros.camera.renderer import GLContext, _gl_renderer_string
     ctx = GLContext(16, 16)
     try:
         ctx.make_current()

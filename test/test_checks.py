@@ -11,7 +11,7 @@ from robogym_ros import checks
 from robogym_ros.checks import (ImageMeta, audit_buffers, audit_observations, audit_stream, check_aliasing,
                                 check_fd_velocity, check_images, check_reported_velocity, check_slot_error,
                                 check_stale_payload, check_tick_grid, classify_stamps, digest)
-from robogym_ros.verdict import EXIT_FAIL, EXIT_PASS, EXIT_USAGE, Verdict
+from robogym_ros.recorder.verdict import EXIT_FAIL, EXIT_PASS, EXIT_USAGE, Verdict
 
 DT_NS = 10_000_000  # 100 Hz control
 DECIMATION = 5  # physics dt 2 ms

@@ -3,12 +3,12 @@ import json
 import subprocess
 import sys
 
-from robogym_ros.bagio import read_bag
+from robogym_ros.recorder.bagio import read_bag
 
 
 def test_demo_runs_the_main_job_and_passes(tmp_path):
     out = tmp_path / "out"
-    run = subprocess.run([sys.executable, "-m", "robogym_ros.demo", "--duration-s", "4",
+    run = subprocess.run([sys.executable, "-m", "robogym_ros.tools.demo", "--duration-s", "4",
                           "--out", str(out), "--namespace", f"demo_{tmp_path.name}"],
                          capture_output=True, text=True, timeout=120)
     assert run.returncode == 0, run.stdout + run.stderr

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from robogym_ros.sim_node import PARAMETERS
+from robogym_ros.params import SIM, SIM_PARAMS
 
 ROOT = Path(__file__).parents[1]
 LAUNCH = sorted((ROOT / "launch").glob("*.launch.py"))
@@ -34,17 +34,25 @@ def test_launch_files_name_real_executables(path):
     assert executables and executables <= console_scripts(), executables - console_scripts()
 
 
-def test_sim_launch_arguments_are_declared_parameters():
-    tree = ast.parse((ROOT / "launch" / "sim.launch.py").read_text())
-    arguments = next(n for n in ast.walk(tree) if isinstance(n, ast.Assign)
-                     and getattr(n.targets[0], "id", "") == "ARGUMENTS")
-    names = {k.value for k in arguments.value.keys}
-    assert names and names <= set(PARAMETERS), names - set(PARAMETERS)
-    defaults = {k.value: ast.literal_eval(v.elts[0]) for k, v in zip(arguments.value.keys,
-                                                                      arguments.value.values)}
-    for name, text in defaults.items():  # the launch default must equal the node's
-        assert str(PARAMETERS[name][0]).lower() == text.lower() or \
-            float(PARAMETERS[name][0] or 0) == float(text or 0), name
+def test_sim_launch_takes_its_arguments_from_the_one_parameter_table():
+    """sim.launch.py declares one argument per robogym_ros.params entry and passes on only
+    those given: its source names SIM_PARAMS and no parameter name of its own."""
+    text = (ROOT / "launch" / "sim.launch.py").read_text()
+    assert "from robogym_ros.params import SIM_PARAMS" in text
+    literals = {n.value for n in ast.walk(ast.parse(text)) if isinstance(n, ast.Constant)
+                and isinstance(n.value, str)}
+    assert not literals & set(SIM), literals & set(SIM)
+
+
+def test_launch_argument_text_is_typed_and_range_checked():
+    assert SIM["real_time_factor"].parse("0") == 0.0 and isinstance(SIM["real_time_factor"].parse("0"), float)
+    assert SIM["decimation"].parse("10") == 10
+    assert SIM["start_paused"].parse("True") is True
+    assert SIM["cameras"].parse("[overhead, left_wrist]") == ("overhead", "left_wrist")
+    with pytest.raises(ValueError, match=r"decimation = 0 is outside its range 1 \.\. 1000"):
+        SIM["decimation"].parse("0")
+    with pytest.raises(ValueError, match="physics_dt_s must be a double, got 'fast'"):
+        SIM["physics_dt_s"].parse("fast")
 
 
 @pytest.mark.parametrize("path", LAUNCH, ids=lambda p: p.name)

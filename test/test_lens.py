@@ -5,7 +5,7 @@ import cv2
 import numpy as np
 import pytest
 
-from robogym_ros.lens import EQUIDISTANT, PLUMB_BOB, Lens
+from robogym_ros.camera.lens import EQUIDISTANT, PLUMB_BOB, Lens
 
 
 def _angle_to_pixel_deg(lens: Lens, u_px: float, v_px: float) -> float:

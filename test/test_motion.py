@@ -5,9 +5,9 @@ import mujoco
 import numpy as np
 import pytest
 
-from robogym_ros.physics import Physics, default_model_path
-from robogym_ros.scene import folded_pose
-from robogym_ros.trajectory import RAMP_S, targets_at
+from robogym_ros.sim.physics import Physics, default_model_path
+from robogym_ros.sim.scene import folded_pose
+from robogym_ros.sim.trajectory import RAMP_S, targets_at
 
 
 @pytest.fixture(scope="module")

@@ -26,13 +26,16 @@ from sensor_msgs.msg import JointState
 from simharness import SimProcessUnderTest, new_namespace
 from std_msgs.msg import String
 
-from robogym_ros import checks, messages
-from robogym_ros import interface as itf
-from robogym_ros.bagio import BagWriter, read_bag
-from robogym_ros.physics import Physics, default_model_path
-from robogym_ros.recording import Recording
-from robogym_ros.ring import Ring, RingSnapshot
-from robogym_ros.trajectory import targets_at
+from robogym_ros import checks
+from robogym_ros.nodes import messages
+from robogym_ros import contract
+from robogym_ros.contract import JointSpec, Spec, TopicSpec
+from robogym_ros.nodes import qos
+from robogym_ros.recorder.bagio import BagWriter, read_bag
+from robogym_ros.sim.physics import Physics, default_model_path
+from robogym_ros.recorder.recording import Recording
+from robogym_ros.recorder.ring import Ring, RingSnapshot
+from robogym_ros.sim.trajectory import targets_at
 
 ROOT = Path(__file__).parents[1]
 DECIMATION = 5
@@ -65,30 +68,25 @@ def physics_ticks():
 
 
 def make_spec(ns: str, physics: Physics, *, control_dt_ns: int | None = None,
-              decimation: int | None = None) -> dict:
-    """A spec in the sim's own format (robogym_ros/spec/1), real joint names and limits."""
+              decimation: int | None = None) -> Spec:
+    """A spec as the sim builds it, with real joint names and limits."""
     dt_ns = physics.control_dt_ns if control_dt_ns is None else control_dt_ns
     dt_s = dt_ns * 1e-9
 
     def topic(name, typ):
-        return itf.topic_entry(f"/{ns}/{name}", typ, dt_s, itf.STREAM_QOS)
+        return TopicSpec(f"/{ns}/{name}", typ, dt_s, contract.STREAM_QOS)
 
-    return {
-        "format": itf.SPEC_FORMAT,
-        "node": f"/{ns}/{itf.SIM_NODE}",
-        "joints": [{"name": j.name, "kind": j.kind, "lower": j.lower, "upper": j.upper, "unit": j.unit}
-                   for j in physics.joints],
-        "objects": list(physics.object_names),
-        "physics_dt_ns": physics.physics_dt_ns,
-        "physics_dt_s": physics.physics_dt_ns * 1e-9,
-        "decimation": physics.decimation if decimation is None else decimation,
-        "control_dt_ns": dt_ns,
-        "control_dt_s": dt_s,
-        "topics": {"joint_states": topic(itf.JOINT_STATES, "sensor_msgs/msg/JointState"),
-                   "ground_truth_joints": topic(itf.TRUTH_JOINTS, "sensor_msgs/msg/JointState"),
-                   "ground_truth_objects": topic(itf.TRUTH_OBJECTS, "geometry_msgs/msg/PoseArray")},
-        "cameras": [],
-    }
+    return Spec(
+        node=f"/{ns}/{contract.SIM_NODE}",
+        joints=tuple(JointSpec(j.name, j.kind, j.lower, j.upper, j.unit) for j in physics.joints),
+        objects=tuple(physics.object_names),
+        physics_dt_ns=physics.physics_dt_ns,
+        decimation=physics.decimation if decimation is None else decimation,
+        control_dt_ns=dt_ns,
+        topics={"joint_states": topic(contract.JOINT_STATES, "sensor_msgs/msg/JointState"),
+                "ground_truth_joints": topic(contract.TRUTH_JOINTS, "sensor_msgs/msg/JointState"),
+                "ground_truth_objects": topic(contract.TRUTH_OBJECTS, "geometry_msgs/msg/PoseArray")},
+    )
 
 
 class FaultyPublisher:
@@ -98,18 +96,18 @@ class FaultyPublisher:
     moment of publishing (so a message mutated in place is published with its value then).
     """
 
-    def __init__(self, ns: str, spec: dict):
+    def __init__(self, ns: str, spec: Spec):
         self.ns = ns
         self.node = rclpy.create_node("faulty_sim", namespace=f"/{ns}")
         self.pub = {
-            "spec": self.node.create_publisher(String, f"{itf.SIM_NODE}/spec", itf.SPEC_QOS),
-            "js": self.node.create_publisher(JointState, itf.JOINT_STATES, PUB_QOS),
-            "gt": self.node.create_publisher(JointState, itf.TRUTH_JOINTS, PUB_QOS),
+            "spec": self.node.create_publisher(String, f"{contract.SIM_NODE}/spec", qos.SPEC_QOS),
+            "js": self.node.create_publisher(JointState, contract.JOINT_STATES, PUB_QOS),
+            "gt": self.node.create_publisher(JointState, contract.TRUTH_JOINTS, PUB_QOS),
         }
         self.publish_spec(spec)
 
-    def publish_spec(self, spec: dict) -> None:
-        self.pub["spec"].publish(String(data=itf.spec_to_json(spec)))
+    def publish_spec(self, spec: Spec) -> None:
+        self.pub["spec"].publish(String(data=spec.to_json()))
 
     def wait_matched(self, recorder: RecorderRun, timeout_s: float = 30.0) -> None:
         deadline = time.monotonic() + timeout_s
@@ -146,7 +144,7 @@ class RecorderRun:
         if ns is not None:
             argv += ["--ros-args", "-r", f"__ns:=/{ns}"]
         head = [sys.executable, "-c", module_code] if module_code else \
-            [sys.executable, "-m", "robogym_ros.recorder_node"]
+            [sys.executable, "-m", "robogym_ros.nodes.recorder_node"]
         env = dict(os.environ, PYTHONPATH=os.pathsep.join(
             [str(ROOT), str(ROOT / "test"), os.environ.get("PYTHONPATH", "")]))
         self.log = open(self.log_path, "w")
@@ -312,7 +310,7 @@ def test_record_then_bag_round_trip_passes(clean_recording, tmp_path):
     _, _, live, bag = clean_recording
     data = read_bag(bag)
     assert len(data.joint_states) == N_STREAM and len(data.ground_truth) == N_STREAM
-    assert data.spec is not None and data.spec["decimation"] == DECIMATION
+    assert data.spec is not None and data.spec.decimation == DECIMATION
     rc, out, offline = recorder(tmp_path, "--bag", str(bag))
     assert_no_traceback(out)
     assert rc == 0, out
@@ -592,7 +590,7 @@ def test_live_recorder_with_a_ring_of_views_fails_its_own_audit(ros, physics_tic
     """The same view ring patched into the real recorder process, against a clean stream."""
     physics, ticks = physics_ticks
     base, items, _ = stream(ticks, None)
-    code = ("import sys; import robogym_ros.recorder_node as rn; from test_recorder import ViewRecording; "
+    code = ("import sys; import robogym_ros.nodes.recorder_node as rn; from test_recorder import ViewRecording; "
             "rn.Recording = ViewRecording; sys.exit(rn.main(sys.argv))")
     rc, out, verdict = run_against_publisher(tmp_path, physics, events_for(physics.joint_names, base, items),
                                              len(items), ns_tag="views", module_code=code)
@@ -785,7 +783,7 @@ def test_real_sim_and_motion_two_minutes_of_sim_time_clean(ros, tmp_path):
     n_ticks = 12_000  # 120 s at the 10 ms control dt
     sim = SimProcessUnderTest(ns, tmp_path, real_time_factor=4.0, camera_period_s=0.0)
     motion_log = open(tmp_path / "motion.log", "w")
-    motion = subprocess.Popen([sys.executable, "-m", "robogym_ros.motion_node", "--ros-args", "-r",
+    motion = subprocess.Popen([sys.executable, "-m", "robogym_ros.nodes.motion_node", "--ros-args", "-r",
                                f"__ns:=/{ns}"], stdout=motion_log, stderr=subprocess.STDOUT)
     try:
         started = time.monotonic()

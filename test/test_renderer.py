@@ -8,8 +8,8 @@ import mujoco  # noqa: E402
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
-from robogym_ros.lens import Lens  # noqa: E402
-from robogym_ros.renderer import CameraRenderer, camera_pose_optical, is_software_gl  # noqa: E402
+from robogym_ros.camera.lens import Lens  # noqa: E402
+from robogym_ros.camera.renderer import CameraRenderer, camera_pose_optical, is_software_gl  # noqa: E402
 
 # "cam" is deliberately tilted (not axis-aligned) so a wrong optical-frame convention shows.
 # Its MuJoCo axes: x = (0.8, 0.6, 0), y = (-0.3, 0.4, 0.866), looking along -z.

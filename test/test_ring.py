@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from robogym_ros.checks import ImageMeta, audit_buffers, check_images, check_slot_error, digest
-from robogym_ros.ring import ImageRing, Ring
+from robogym_ros.recorder.ring import ImageRing, Ring
 
 N = 12
 DT_NS = 10_000_000

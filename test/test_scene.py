@@ -20,10 +20,10 @@ import mujoco
 import numpy as np
 import pytest
 
-from robogym_ros import scene
+from robogym_ros.sim import scene
 
 MODEL_PATH = os.path.join(
-    os.path.dirname(__file__), "..", "robogym_ros", "models", "so101_dual.xml")
+    os.path.dirname(__file__), "..", "robogym_ros", "sim", "models", "so101_dual.xml")
 PENETRATION_LIMIT_M = 0.001
 FAR_MISS_MIN_M = 0.010  # robogym's far arm missed by 19 mm; keep at least 10 mm
 NEAR_REACH_TOL_M = 0.002

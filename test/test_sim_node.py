@@ -10,10 +10,12 @@ import numpy as np
 import pytest
 from rclpy.executors import SingleThreadedExecutor
 
-from robogym_ros import messages
-from robogym_ros.physics import Physics, default_model_path
-from robogym_ros.realtime import LoopConfig, SimProcess
-from robogym_ros.sim_node import PARAMETERS, SimNode
+from robogym_ros.nodes import messages
+from robogym_ros.sim.physics import Physics, default_model_path
+from robogym_ros.nodes.sim_node import SimNode
+from robogym_ros.params import SIM_PARAMS
+from robogym_ros.sim.loop import LoopConfig
+from robogym_ros.sim.process import SimProcess
 from simharness import MODELS, Observer
 
 def wait_ticks(obs, n, timeout_s=20.0):
@@ -33,7 +35,7 @@ def latest_position(obs, name):
 def test_physics_process_imports_neither_ros_nor_gl():
     sim = SimProcess(LoopConfig(model_path=str(MODELS / "two_link.xml"), start_paused=True))
     try:
-        modules = sim.call("describe")["modules"]
+        modules = sim.describe().modules
     finally:
         sim.close()
     banned = [m for m in modules if m.split(".")[0] in ("rclpy", "OpenGL", "glfw", "cv2")
@@ -48,10 +50,10 @@ def test_physics_process_errors_are_reraised_at_the_caller():
     sim = SimProcess(LoopConfig(model_path=str(MODELS / "two_link.xml"), start_paused=True))
     try:
         with pytest.raises(KeyError, match="unknown joints"):
-            sim.call("targets", {"no_such_joint": 0.0})
+            sim.set_targets({"no_such_joint": 0.0}, wait=True)
         with pytest.raises(RuntimeError, match="only allowed while paused"):
-            sim.call("resume")
-            sim.call("step")
+            sim.resume()
+            sim.step()
     finally:
         sim.close()
 
@@ -99,8 +101,8 @@ def test_every_published_and_received_joint_state_is_fresh_and_true(ros):
     """Run the node in this process to keep what it *published*, and receive over DDS."""
     node = SimNode(cli_args=["--ros-args", "-r", "__ns:=/oldest", "-p", "start_paused:=true"])
     published = []
-    real_publish = node.pub_joints.publish
-    node.pub_joints.publish = lambda msg: (published.append(msg), real_publish(msg))[1]
+    real_publish = node.ticks.pub_joints.publish
+    node.ticks.pub_joints.publish = lambda msg: (published.append(msg), real_publish(msg))[1]
     executor = SingleThreadedExecutor()
     executor.add_node(node)
     spin = threading.Thread(target=executor.spin, daemon=True)
@@ -108,10 +110,10 @@ def test_every_published_and_received_joint_state_is_fresh_and_true(ros):
     obs = Observer("oldest")
     try:
         obs.wait_for(lambda: obs.spec is not None, 20, "spec")
-        joint = node.joint_names[0]
-        lower, upper = node._ranges[joint]
+        joint = node.ticks.joint_names[0]
+        lower, upper = node.ranges[joint]
         obs.send([joint], [min(upper, 0.8)])
-        obs.wait_for(lambda: node.accepted == 1, 10, "command accepted")
+        obs.wait_for(lambda: node.commands.accepted == 1, 10, "command accepted")
         obs.call("resume")
         obs.wait_for(lambda: len(obs.snapshot(obs.joint_states)) >= 20, 20, "20 ticks")
         obs.call("pause")
@@ -230,12 +232,18 @@ def test_pause_step_reset_resume_and_a_monotonic_clock(make_sim):
     before_reset = obs.snapshot(obs.joint_states)[-1]
     reply = obs.call("reset")
     assert reply.success and "paused" in reply.message
+    # The reset is a tick of its own, published before the answer: the latest joint_states
+    # shows the new episode at once, under the next stamp on the grid.
+    reset_tick = obs.snapshot(obs.joint_states)[-1]
+    pan = list(reset_tick.name).index("left_shoulder_pan")
+    assert len(obs.snapshot(obs.joint_states)) == n + 2
+    assert abs(reset_tick.position[pan] - 0.7) > 0.3, "the latest joint_states still shows the old episode"
+    assert messages.stamp_ns(reset_tick.header.stamp) == messages.stamp_ns(before_reset.header.stamp) + control_dt_ns
     time.sleep(0.3)
-    assert len(obs.snapshot(obs.joint_states)) == n + 1, "reset must stay paused"
+    assert len(obs.snapshot(obs.joint_states)) == n + 2, "reset must stay paused"
     obs.call("step")
-    obs.wait_for(lambda: len(obs.snapshot(obs.joint_states)) == n + 2, 2, "step after reset")
+    obs.wait_for(lambda: len(obs.snapshot(obs.joint_states)) == n + 3, 2, "step after reset")
     after_reset = obs.snapshot(obs.joint_states)[-1]
-    pan = list(after_reset.name).index("left_shoulder_pan")
     assert abs(after_reset.position[pan] - 0.7) > 0.3, "reset did not restore the folded pose"
     # Pending targets were cleared: after resuming, the arm holds the folded pose.
     obs.call("resume")
@@ -326,4 +334,5 @@ def test_config_yaml_matches_the_declared_defaults():
     from pathlib import Path
     config = yaml.safe_load((Path(__file__).parents[1] / "config" / "sim.yaml").read_text())
     params = config["/**"]["ros__parameters"]
-    assert params == {k: v for k, (v, _) in PARAMETERS.items()}
+    assert params == {p.name: list(p.default) if isinstance(p.default, tuple) else p.default
+                      for p in SIM_PARAMS}

@@ -6,8 +6,8 @@ with a sentence that carries its figures. A clean input gives zero findings.
 
 Why these checks: a buffer that keeps references instead of copies looks right at its
 newest slot and wrong everywhere else, so the oldest slot is compared to ground truth
-first (FIELD_NOTES section 3); and anything per tick must use the control dt, not the
-physics dt, so a velocity off by the decimation is named as such (section 4).
+first (docs/background.md, aliasing); and anything per tick must use the control dt, not
+the physics dt, so a velocity off by the decimation is named as such (docs/background.md, clocks).
 
 Stamps are integer nanoseconds on the tick grid ``n * control_dt_ns``. Slots and rows are
 in stored order, oldest first.
@@ -18,13 +18,13 @@ from .grid import check_tick_grid, classify_stamps
 from .images import check_images
 from .matching import match_by_stamp
 from .results import (BYTES_PER_PIXEL, DIGEST_SIZE, DUPLICATE, LIST_LIMIT, NEW, REORDERED, RESTART, CheckResult,
-                      Finding, ImageMeta, digest, fmt_s)
+                      Finding, ImageMeta, by_name, digest, fmt_s)
 from .slots import check_aliasing, check_slot_error, check_stale_payload
 from .velocity import check_fd_velocity, check_reported_velocity, compare_velocity
 
 __all__ = [
     "BYTES_PER_PIXEL", "DIGEST_SIZE", "DUPLICATE", "LIST_LIMIT", "NEW", "REORDERED", "RESTART",
-    "CheckResult", "Finding", "ImageMeta", "digest", "fmt_s",
+    "CheckResult", "Finding", "ImageMeta", "by_name", "digest", "fmt_s",
     "check_tick_grid", "classify_stamps", "match_by_stamp",
     "check_aliasing", "check_slot_error", "check_stale_payload",
     "check_fd_velocity", "check_reported_velocity", "compare_velocity",

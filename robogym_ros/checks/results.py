@@ -45,6 +45,14 @@ class CheckResult:
         return self.status == "pass"
 
 
+def by_name(results: Sequence[CheckResult], name: str) -> CheckResult:
+    """The result of the check called ``name``; KeyError listing the names there are."""
+    for r in results:
+        if r.name == name:
+            return r
+    raise KeyError(f"no check named {name!r}; checks: {[r.name for r in results]}")
+
+
 @dataclass(frozen=True)
 class ImageMeta:
     """What the image checks need from a sensor_msgs/Image, without its pixels."""

@@ -8,23 +8,25 @@ from __future__ import annotations
 import sys
 
 from rcl_interfaces.msg import ParameterDescriptor
-from rclpy.node import Node
 from rclpy.parameter import Parameter
 from sensor_msgs.msg import JointState
 
-from robogym_ros import interface as itf
-from robogym_ros.spin import run_node
-from robogym_ros.trajectory import targets_at
+from robogym_ros import contract
+from robogym_ros.nodes.qos import COMMAND_QOS
+from robogym_ros.nodes.spin import StoppableNode, run_node
+from robogym_ros.sim.trajectory import targets_at
 
 
-class MotionNode(Node):
+class MotionNode(StoppableNode):
+    """Publishes the scripted trajectory's targets on joint_commands, on sim time."""
+
     def __init__(self, **kwargs):
         kwargs.setdefault("parameter_overrides", [Parameter("use_sim_time", value=True)])
         super().__init__("robogym_motion", **kwargs)
         period_s = self.declare_parameter(
             "command_period_s", 0.01,
             ParameterDescriptor(description="period of joint_commands [s, sim time]")).value
-        self.pub = self.create_publisher(JointState, itf.JOINT_COMMANDS, itf.COMMAND_QOS)
+        self.pub = self.create_publisher(JointState, contract.JOINT_COMMANDS, COMMAND_QOS)
         self.start_ns: int | None = None
         self.sent = 0
         self.create_timer(float(period_s), self._on_timer)

@@ -21,14 +21,15 @@ from typing import Iterable
 import mujoco
 import numpy as np
 
-from robogym_ros.lens import Lens
+from robogym_ros.camera.lens import Lens
+from robogym_ros.camera.lookup import camera_id
 
 try:
     from mujoco.rendering.classic.gl_context import GLContext
 except ImportError:  # mujoco < 4
     from mujoco.gl_context import GLContext
 
-_log = logging.getLogger(__name__)
+_log = logging.getLogger(__name__)  # no ROS here; the node reports what matters
 
 # MuJoCo camera axes (x right, y up, looking along -z) -> ROS optical (x right, y down, z fwd).
 _MJ_FROM_OPTICAL = np.diag([1.0, -1.0, -1.0])
@@ -41,17 +42,9 @@ def camera_pose_optical(model: mujoco.MjModel, data: mujoco.MjData, name: str
 
     A world point p has optical coordinates R.T @ (p - t).
     """
-    cam_id = _camera_id(model, name)
+    cam_id = camera_id(model, name)
     R_world_from_mj = data.cam_xmat[cam_id].reshape(3, 3)
     return R_world_from_mj @ _MJ_FROM_OPTICAL, data.cam_xpos[cam_id].copy()
-
-
-def _camera_id(model: mujoco.MjModel, name: str) -> int:
-    cam_id = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_CAMERA, name)
-    if cam_id < 0:
-        existing = [mujoco.mj_id2name(model, mujoco.mjtObj.mjOBJ_CAMERA, i) for i in range(model.ncam)]
-        raise ValueError(f"no camera named {name!r} in the model; cameras: {existing}")
-    return cam_id
 
 
 def _gl_renderer_string() -> str:
@@ -89,7 +82,7 @@ class CameraRenderer:
             raise ValueError("camera_names is empty")
 
         m = copy.deepcopy(model)
-        cam_ids = [_camera_id(m, name) for name in self.camera_names]
+        cam_ids = [camera_id(m, name) for name in self.camera_names]
         for name, cam_id in zip(self.camera_names, cam_ids):
             if m.cam_projection[cam_id] != mujoco.mjtProjection.mjPROJ_PERSPECTIVE:
                 raise ValueError(f"camera {name!r} is not a perspective camera")

@@ -9,24 +9,21 @@ from collections import deque
 import numpy as np
 
 from robogym_ros import checks
-from robogym_ros.ring import ImageRing, Ring
-from robogym_ros.verdict import Verdict
+from robogym_ros.contract import Spec, header_stamp_ns
+from robogym_ros.recorder.ring import ImageRing, Ring
+from robogym_ros.recorder.verdict import Verdict
 
 RECENT_FOR_AUDIT = 256  # received message arrays kept to prove no slot shares their memory
 RESTART_JUMP_TICKS = 50  # checks.classify_stamps' reorder_window_ticks
 
 
-def header_stamp_ns(msg) -> int:
-    return msg.header.stamp.sec * 1_000_000_000 + msg.header.stamp.nanosec
-
-
 class Recording:
     """Ring buffers, copy on store, for one sim described by its spec."""
 
-    def __init__(self, spec: dict, capacity: int, *, image_capacity: int = 10_000,
+    def __init__(self, spec: Spec, capacity: int, *, image_capacity: int = 10_000,
                  pixel_budget_bytes: int = 0):
         self.spec = spec
-        self.names = [j["name"] for j in spec["joints"]]
+        self.names = spec.joint_names
         self.joints = Ring(capacity, len(self.names))
         self.truth = Ring(capacity, len(self.names))
         self.images = ImageRing(image_capacity, pixel_budget_bytes=pixel_budget_bytes)
@@ -38,7 +35,7 @@ class Recording:
         # A jump back this far is a restarted sim (as in checks.classify_stamps): its stamps
         # start over, so "newest" starts over too, or the truth of the new run's last ticks
         # would count as caught up by the old run's stamps.
-        self._restart_jump_ns = RESTART_JUMP_TICKS * int(spec["control_dt_ns"])
+        self._restart_jump_ns = RESTART_JUMP_TICKS * spec.control_dt_ns
 
     def _columns(self, msg) -> tuple:
         if list(msg.name) == self.names:
@@ -87,19 +84,19 @@ class Recording:
                              ring_overwrites=js.overwrites)
         results.append(audit)
         if self.spec_updates:  # a second latched spec: the sim restarted under us
-            results[0].figures["sim_restarts_seen"] = self.spec_updates
+            checks.by_name(results, "tick_grid").figures["sim_restarts_seen"] = self.spec_updates
         return Verdict(results, title=title)
 
 
 def verdict_results(stamps_ns, positions, velocities, true_stamps_ns, true_positions,
-                    true_velocities, spec: dict, *, images=()) -> list[checks.CheckResult]:
+                    true_velocities, spec: Spec, *, images=()) -> list[checks.CheckResult]:
     """The checks of a joint_states stream (+ images) against ground truth, live or from a bag.
 
     Slots outside the span of the ground truth received are left out (and counted): the
     first ticks may arrive before the truth subscription is matched, the last before their
     truth does. Within the span, a slot without truth is a finding.
     """
-    dt = int(spec["control_dt_ns"])
+    dt = spec.control_dt_ns
     stamps = np.asarray(stamps_ns, np.int64)
     true_stamps = np.asarray(true_stamps_ns, np.int64)
     if len(true_stamps):
@@ -110,16 +107,16 @@ def verdict_results(stamps_ns, positions, velocities, true_stamps_ns, true_posit
     results = checks.audit_stream(
         stamps[keep], np.asarray(positions)[keep], true_stamps, true_positions, dt,
         velocities=np.asarray(velocities)[keep], true_velocities=true_velocities,
-        decimation=spec.get("decimation"), joint_names=[j["name"] for j in spec["joints"]])
-    results[0].figures["slots_outside_truth_span"] = int(len(stamps) - len(keep))
-    cameras = spec.get("cameras") or []
+        decimation=spec.decimation, joint_names=spec.joint_names)
+    checks.by_name(results, "tick_grid").figures["slots_outside_truth_span"] = int(len(stamps) - len(keep))
+    cameras = spec.cameras
     if cameras:
         lo, hi = (int(stamps[keep].min()), int(stamps[keep].max())) if len(keep) else (0, -1)
         in_span = [im for im in images if lo <= im.stamp_ns <= hi]
-        periods = {c["name"]: round(c["period_s"] * 1e9) for c in cameras
-                   if "period_s" in c and round(c["period_s"] * 1e9) % dt == 0}  # else it jitters
+        periods = {c.name: round(c.period_s * 1e9) for c in cameras
+                   if c.period_s and round(c.period_s * 1e9) % dt == 0}  # else it jitters
         results.append(checks.check_images(
             in_span, dt, joint_stamps_ns=stamps[keep],
-            expected_sizes={c["name"]: (c["width"], c["height"]) for c in cameras if "width" in c},
+            expected_sizes={c.name: (c.width, c.height) for c in cameras if c.width},
             periods_ns=periods))
     return results

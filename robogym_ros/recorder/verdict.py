@@ -12,7 +12,7 @@ from typing import Any, Iterable
 
 import numpy as np
 
-from .checks import CheckResult, Finding, fmt_s
+from robogym_ros.checks import CheckResult, Finding, fmt_s
 
 EXIT_PASS, EXIT_FAIL, EXIT_USAGE = 0, 1, 2
 

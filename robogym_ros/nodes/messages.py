@@ -10,18 +10,17 @@ from geometry_msgs.msg import Pose, PoseArray
 from rosgraph_msgs.msg import Clock
 from sensor_msgs.msg import JointState
 
-from robogym_ros.tick import Tick
-
-WORLD_FRAME = "world"
+from robogym_ros.contract import WORLD_FRAME, join_stamp, split_stamp
+from robogym_ros.sim.tick import Tick
 
 
 def stamp_msg(stamp_ns: int) -> Time:
-    sec, nanosec = divmod(int(stamp_ns), 1_000_000_000)
+    sec, nanosec = split_stamp(stamp_ns)
     return Time(sec=sec, nanosec=nanosec)
 
 
 def stamp_ns(stamp: Time) -> int:
-    return stamp.sec * 1_000_000_000 + stamp.nanosec
+    return join_stamp(stamp.sec, stamp.nanosec)
 
 
 def joint_state(tick: Tick, names: list[str]) -> JointState:
@@ -38,7 +37,7 @@ def object_poses(tick: Tick) -> PoseArray:
     msg = PoseArray()
     msg.header.stamp = stamp_msg(tick.stamp_ns)
     msg.header.frame_id = WORLD_FRAME
-    for x, y, z, qw, qx, qy, qz in tick.object_poses.tolist():
+    for x, y, z, qw, qx, qy, qz in tick.object_poses.tolist():  # contract.POSE_LAYOUT
         pose = Pose()
         pose.position.x, pose.position.y, pose.position.z = x, y, z
         pose.orientation.w, pose.orientation.x = qw, qx

@@ -11,7 +11,6 @@ one clear line instead of a traceback from deep inside a reader.
 """
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Sequence
@@ -21,7 +20,8 @@ from rosbags.interfaces import Qos, QosDurability, QosHistory, QosLiveliness, Qo
 from rosbags.rosbag2 import Reader, StoragePlugin, Writer
 from rosbags.typesys import Stores, get_typestore
 
-from .checks import BYTES_PER_PIXEL, ImageMeta, digest
+from robogym_ros.checks import BYTES_PER_PIXEL, ImageMeta, digest
+from robogym_ros.contract import POSE_LAYOUT, POSE_SIZE, SPEC_QOS, STREAM_QOS, Spec, join_stamp, split_stamp
 
 JOINT_STATE = "sensor_msgs/msg/JointState"
 POSE_ARRAY = "geometry_msgs/msg/PoseArray"
@@ -36,8 +36,8 @@ _UNSPECIFIED = QosTime(0, 0)  # rmw: "use the default", i.e. infinite deadline/l
 
 def _qos(latched: bool) -> Qos:
     # Latched topics (the spec) must replay as transient local, or a late subscriber misses them;
-    # depth 100 as the sim's stream QoS, so a replay survives a 1 s hiccup at 100 Hz.
-    return Qos(QosHistory.KEEP_LAST, 1 if latched else 100, QosReliability.RELIABLE,
+    # others with the sim's stream depth, so a replay survives what the live stream survives.
+    return Qos(QosHistory.KEEP_LAST, SPEC_QOS.depth if latched else STREAM_QOS.depth, QosReliability.RELIABLE,
                QosDurability.TRANSIENT_LOCAL if latched else QosDurability.VOLATILE,
                _UNSPECIFIED, _UNSPECIFIED, QosLiveliness.AUTOMATIC, _UNSPECIFIED, False)
 
@@ -116,7 +116,7 @@ class BagWriter:
         self._writer.write(conn, int(log_time_ns), cdr)
 
     def _header(self, stamp_ns: int, frame_id: str) -> Any:
-        sec, nanosec = divmod(int(stamp_ns), 1_000_000_000)
+        sec, nanosec = split_stamp(stamp_ns)
         return self._types["std_msgs/msg/Header"](self._types["builtin_interfaces/msg/Time"](sec, nanosec), frame_id)
 
     def write_joint_state(self, topic: str, stamp_ns: int, names: Sequence[str], position: Sequence[float],
@@ -129,9 +129,9 @@ class BagWriter:
 
     def write_pose_array(self, topic: str, stamp_ns: int, poses: Any, *, frame_id: str = "world",
                          log_time_ns: int | None = None) -> None:
-        """``poses`` rows are x y z qw qx qy qz, the order of ``tick.Tick.object_poses``."""
+        """``poses`` rows in contract.POSE_LAYOUT order (x y z qw qx qy qz)."""
         t = self._types
-        rows = np.asarray(poses, np.float64).reshape(-1, 7)
+        rows = np.asarray(poses, np.float64).reshape(-1, POSE_SIZE)
         msg = t[POSE_ARRAY](self._header(stamp_ns, frame_id), [
             t["geometry_msgs/msg/Pose"](t["geometry_msgs/msg/Point"](x, y, z),
                                         t["geometry_msgs/msg/Quaternion"](qx, qy, qz, qw))
@@ -166,9 +166,9 @@ class BagWriter:
     def write_string(self, topic: str, text: str, *, log_time_ns: int = 0, latched: bool = False) -> None:
         self.write(topic, self._types[STRING](text), log_time_ns, latched=latched)
 
-    def write_spec(self, topic: str, spec: dict[str, Any], *, log_time_ns: int = 0) -> None:
+    def write_spec(self, topic: str, spec: Spec, *, log_time_ns: int = 0) -> None:
         """The sim's spec as latched JSON, as the sim publishes it."""
-        self.write_string(topic, json.dumps(spec), log_time_ns=log_time_ns, latched=True)
+        self.write_string(topic, spec.to_json(), log_time_ns=log_time_ns, latched=True)
 
 
 # ----------------------------------------------------------------------------- reading
@@ -193,7 +193,7 @@ class PoseSeries:
     topic: str
     stamp_ns: np.ndarray
     log_time_ns: np.ndarray
-    poses: np.ndarray  # (n, n_objects, 7): x y z qw qx qy qz
+    poses: np.ndarray  # (n, n_objects, 7) in contract.POSE_LAYOUT order
 
     def __len__(self) -> int:
         return len(self.stamp_ns)
@@ -222,7 +222,7 @@ class BagData:
     object_poses: PoseSeries | None = None
     images: tuple[ImageMeta, ...] = ()  # all cameras, bag order
     camera_info: dict[str, CameraInfoSeries] = field(default_factory=dict)
-    spec: dict[str, Any] | None = None
+    spec: Spec | None = None
 
 
 def _parts(topic: str) -> list[str]:
@@ -257,7 +257,7 @@ def _pick(topics: dict[str, str], suffix: Sequence[str], msgtype: str, *, exclud
 
 
 def _stamp(header: Any) -> int:
-    return int(header.stamp.sec) * 1_000_000_000 + int(header.stamp.nanosec)
+    return join_stamp(header.stamp.sec, header.stamp.nanosec)
 
 
 def _storage_target(path: Path) -> Path:
@@ -375,8 +375,7 @@ def read_bag(path: str | Path, *, namespace: str | None = None, image_digests: b
     ground_truth = _reorder(_joint_series(gt, msgs[gt], path), joint_states.names) if gt and msgs[gt] else None
     poses = None
     if op and msgs[op]:
-        rows = [[[p.position.x, p.position.y, p.position.z, p.orientation.w, p.orientation.x, p.orientation.y,
-                  p.orientation.z] for p in m.poses] for _, m in msgs[op]]
+        rows = [[_pose_row(p) for p in m.poses] for _, m in msgs[op]]
         if len({len(r) for r in rows}) != 1:
             raise BagError(f"{path}: {op} changes its number of poses between messages")
         poses = PoseSeries(op, np.array([_stamp(m.header) for _, m in msgs[op]], np.int64),
@@ -393,10 +392,17 @@ def read_bag(path: str | Path, *, namespace: str | None = None, image_digests: b
     if spec_topic and msgs[spec_topic]:
         text = msgs[spec_topic][-1][1].data
         try:
-            spec = json.loads(text)
-        except json.JSONDecodeError as err:
-            raise BagError(f"{path}: spec on {spec_topic} is not JSON ({err}): {text[:80]!r}", err) from None
+            spec = Spec.from_json(text)
+        except ValueError as err:
+            raise BagError(f"{path}: spec on {spec_topic} {str(err).removeprefix('spec ')}", err) from None
     return BagData(path, storage, all_topics, counts, joint_states, ground_truth, poses, tuple(images), infos, spec)
+
+
+def _pose_row(pose: Any) -> list[float]:
+    """A geometry_msgs/Pose as a row in contract.POSE_LAYOUT order."""
+    p, q = pose.position, pose.orientation
+    row = {"x": p.x, "y": p.y, "z": p.z, "qw": q.w, "qx": q.x, "qy": q.y, "qz": q.z}
+    return [row[k] for k in POSE_LAYOUT]
 
 
 def _files(target: Path) -> Iterable[Path]:

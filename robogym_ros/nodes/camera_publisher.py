@@ -8,78 +8,47 @@ own process, never waits for a frame.
 """
 from __future__ import annotations
 
-import logging
 import threading
 
 import mujoco
 import numpy as np
 from sensor_msgs.msg import CameraInfo, Image
 
-from robogym_ros import interface as itf
-from robogym_ros.lens import Lens
-from robogym_ros.messages import stamp_msg
-from robogym_ros.tick import Tick
+from robogym_ros import contract
+from robogym_ros.camera.clock import CameraClock
+from robogym_ros.camera.lens import Lens
+from robogym_ros.camera.lookup import select_cameras
+from robogym_ros.contract import CameraSpec, optical_frame
+from robogym_ros.nodes.messages import stamp_msg
+from robogym_ros.nodes.qos import IMAGE_QOS
+from robogym_ros.sim.tick import Tick
 
-log = logging.getLogger("robogym_ros.cameras")
 
-DEFAULT_CAMERAS = ("left_wrist", "right_wrist", "overhead")
-
-
-def select_cameras(requested: list[str], model_path: str) -> list[str]:
-    """The cameras to render. The default set quietly shrinks to what another model has;
-    a camera asked for by name that the model lacks is an error (raised by the pipeline)."""
-    requested = [c for c in requested if c]
-    if list(requested) != list(DEFAULT_CAMERAS):
-        return requested
+def start_cameras(node, model_path: str, requested: list[str], lens: Lens,
+                  period_s: float) -> "CameraPublisher | None":
+    """The camera publisher, or None when the model has none of the requested cameras (the
+    default set shrinks to what a model has; a camera named that it lacks is a ValueError)."""
     model = mujoco.MjModel.from_xml_path(model_path)
-    return [c for c in requested if mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_CAMERA, c) >= 0]
+    cameras = select_cameras(requested, model)
+    return CameraPublisher(node, model, cameras, lens, period_s) if cameras else None
 
 
-def optical_frame(camera: str) -> str:
-    return f"{camera}_optical_frame"
+class CameraPublisher:
+    """Renders the named cameras of a model and publishes Image + CameraInfo per frame."""
 
-
-class CameraClock:
-    """Which ticks become frames: the first tick at or after each multiple of the period."""
-
-    def __init__(self, period_ns: int):
-        if period_ns <= 0:
-            raise ValueError(f"camera period must be > 0 ns, got {period_ns}")
-        self.period_ns = period_ns
-        self._next_ns = 0
-
-    def due(self, stamp_ns: int) -> bool:
-        if stamp_ns < self._next_ns:
-            return False
-        # Advance on the fixed grid, not from this stamp: a period that is not a multiple of
-        # the control dt jitters by up to one tick but keeps its mean exactly.
-        self._next_ns += ((stamp_ns - self._next_ns) // self.period_ns + 1) * self.period_ns
-        return True
-
-
-class CameraPipeline:
-    def __init__(self, node, model_path: str, cameras: list[str], lens: Lens, period_s: float):
+    def __init__(self, node, model: mujoco.MjModel, cameras: list[str], lens: Lens, period_s: float):
         self.node = node
-        self.cameras = list(cameras)
         self.lens = lens
-        self.period_s = period_s
-        self.clock = CameraClock(round(period_s * 1e9))
         self.rendered = 0
         self.skipped = 0  # due frames dropped because the renderer was still busy
         self.error = ""
-        self._model = mujoco.MjModel.from_xml_path(model_path)
-        have = [mujoco.mj_id2name(self._model, mujoco.mjtObj.mjOBJ_CAMERA, i)
-                for i in range(self._model.ncam)]
-        missing = [name for name in self.cameras if name not in have]
-        if missing:  # fail now, in the node's constructor, naming the camera
-            raise ValueError(f"no camera named {missing[0]!r} in the model; cameras: {have}")
-        self.topics = {}
-        self._pubs = {}
-        for name in self.cameras:
-            image = node.create_publisher(Image, f"cameras/{name}/image_raw", itf.IMAGE_QOS)
-            info = node.create_publisher(CameraInfo, f"cameras/{name}/camera_info", itf.IMAGE_QOS)
-            self._pubs[name] = (image, info)
-            self.topics[name] = (image.topic_name, info.topic_name)
+        self._model = model
+        self.cameras = list(cameras)
+        self.period_s = period_s
+        self.clock = CameraClock(round(period_s * 1e9)) if period_s > 0 else None
+        self._pubs = {name: (node.create_publisher(Image, contract.image_topic(name), IMAGE_QOS),
+                             node.create_publisher(CameraInfo, contract.info_topic(name), IMAGE_QOS))
+                      for name in self.cameras}
         self._pending: Tick | None = None
         self._cv = threading.Condition()
         self._stopping = False
@@ -90,9 +59,15 @@ class CameraPipeline:
         if self.error:
             raise RuntimeError(f"cameras could not start: {self.error}")
 
+    def set_period(self, period_s: float) -> None:
+        """A new frame period [s, sim] from the next tick on; 0 stops rendering."""
+        self.clock = CameraClock(round(period_s * 1e9)) if period_s > 0 else None
+        self.period_s = period_s
+
     def offer(self, tick: Tick) -> None:
         """Called by the pump thread for every tick; cheap unless a frame is due."""
-        if not self.clock.due(tick.stamp_ns):
+        clock = self.clock
+        if clock is None or not clock.due(tick.stamp_ns):
             return
         with self._cv:
             if self._pending is not None:
@@ -101,7 +76,7 @@ class CameraPipeline:
             self._cv.notify()
 
     def _run(self) -> None:
-        from robogym_ros.renderer import CameraRenderer  # GL context: created on this thread
+        from robogym_ros.camera.renderer import CameraRenderer  # GL context: created on this thread
         try:
             renderer = CameraRenderer(self._model, self.cameras, self.lens)
         except Exception as exc:  # noqa: BLE001 - reported by the constructor
@@ -124,7 +99,8 @@ class CameraPipeline:
                 self.rendered += 1
         except Exception as exc:  # noqa: BLE001 - a broken GL must not take the sim down
             self.error = f"{type(exc).__name__}: {exc}"
-            log.error("camera rendering stopped: %s", self.error)
+            if not self._stopping:
+                self.node.get_logger().error(f"camera rendering stopped: {self.error}")
         finally:
             renderer.close()
 
@@ -135,12 +111,12 @@ class CameraPipeline:
         image.header.stamp = stamp_msg(stamp_ns)
         image.header.frame_id = optical_frame(name)
         image.data = rgb.tobytes()  # bytes: a memoryview here is ~1000x slower in rclpy
-        info = self.camera_info(name)
+        info = self._camera_info(name)
         info.header.stamp = image.header.stamp
         image_pub.publish(image)
         info_pub.publish(info)
 
-    def camera_info(self, name: str) -> CameraInfo:
+    def _camera_info(self, name: str) -> CameraInfo:
         lens = self.lens
         info = CameraInfo(height=lens.height_px, width=lens.width_px,
                           distortion_model=lens.distortion_model)
@@ -151,20 +127,18 @@ class CameraPipeline:
         info.p = lens.P.ravel().tolist()
         return info
 
-    def spec(self) -> list[dict]:
+    def spec(self) -> tuple[CameraSpec, ...]:
         lens = self.lens
-        return [{
-            "name": name, "image_topic": self.topics[name][0], "info_topic": self.topics[name][1],
-            "width": lens.width_px, "height": lens.height_px, "encoding": "rgb8",
-            "period_s": self.period_s, "frame_id": optical_frame(name),
-            "distortion_model": lens.distortion_model, "k": lens.K.ravel().tolist(),
-            "d": lens.D.tolist(), "p": lens.P.ravel().tolist(),
-            "hfov_deg": lens.hfov_deg, "source_scale": lens.source_scale,
-            "qos": itf.qos_dict(itf.IMAGE_QOS),
-        } for name in self.cameras]
+        return tuple(CameraSpec(
+            name=name, image_topic=image.topic_name, info_topic=info.topic_name,
+            width=lens.width_px, height=lens.height_px, encoding="rgb8", period_s=self.period_s,
+            frame_id=optical_frame(name), distortion_model=lens.distortion_model,
+            k=tuple(lens.K.ravel().tolist()), d=tuple(lens.D.tolist()), p=tuple(lens.P.ravel().tolist()),
+            hfov_deg=lens.hfov_deg, source_scale=lens.source_scale, qos=contract.IMAGE_QOS,
+        ) for name, (image, info) in self._pubs.items())
 
-    def close(self) -> None:
+    def close(self, timeout_s: float = 1.0) -> None:
         with self._cv:
             self._stopping = True
             self._cv.notify()
-        self._thread.join(5.0)
+        self._thread.join(timeout_s)

@@ -37,12 +37,12 @@ def main(argv=None) -> int:
           f"(ROS_DOMAIN_ID={os.environ.get('ROS_DOMAIN_ID', '0')})", flush=True)
     log = open(out / "nodes.log", "w")
     helpers = [
-        subprocess.Popen(_node("robogym_ros.sim_node", args.namespace), stdout=log, stderr=log),
-        subprocess.Popen(_node("robogym_ros.motion_node", args.namespace), stdout=log, stderr=log),
+        subprocess.Popen(_node("robogym_ros.nodes.sim_node", args.namespace), stdout=log, stderr=log),
+        subprocess.Popen(_node("robogym_ros.nodes.motion_node", args.namespace), stdout=log, stderr=log),
     ]
     try:
         recorder = subprocess.run(_node(
-            "robogym_ros.recorder_node", args.namespace, "--duration", str(args.duration_s),
+            "robogym_ros.nodes.recorder_node", args.namespace, "--duration", str(args.duration_s),
             "--record", str(bag), "--json", str(verdict)))
         code = recorder.returncode
     except KeyboardInterrupt:

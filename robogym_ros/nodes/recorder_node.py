@@ -27,14 +27,16 @@ from sensor_msgs.msg import CameraInfo, Image, JointState
 from geometry_msgs.msg import PoseArray
 from std_msgs.msg import String
 
-from robogym_ros import interface as itf
-from robogym_ros.bagio import BagError, BagWriter, read_bag
-from robogym_ros.recording import Recording, verdict_results
-from robogym_ros.verdict import EXIT_USAGE, Verdict
+from robogym_ros import contract
+from robogym_ros.contract import CameraSpec, JointSpec, Spec
+from robogym_ros.nodes.qos import SPEC_QOS, STREAM_QOS
+from robogym_ros.recorder.bagio import BagError, BagWriter, read_bag
+from robogym_ros.recorder.recording import Recording, verdict_results
+from robogym_ros.recorder.verdict import EXIT_USAGE, Verdict
 
 TITLE = "robogym_recorder verdict"
 # Deep enough that a 1 kHz stream survives a 0.5 s stall of this process without a loss.
-RECORD_QOS = QoSProfile(depth=1000, reliability=itf.STREAM_QOS.reliability)
+RECORD_QOS = QoSProfile(depth=1000, reliability=STREAM_QOS.reliability)
 TRUTH_GRACE_S = 1.0  # after stopping, how long to wait for the truth of the last ticks
 
 
@@ -57,11 +59,11 @@ class RecorderNode(Node):
         self.received = 0
         self.storing = True  # everything, bag included
         self.taking_joints = True  # cleared first at the end, so truth can catch up
-        self.spec_topic = self.resolve_topic_name(f"{itf.SIM_NODE}/spec")
-        self.create_subscription(String, self.spec_topic, self._on_spec, itf.SPEC_QOS)
+        self.spec_topic = self.resolve_topic_name(contract.SPEC_TOPIC)
+        self.create_subscription(String, self.spec_topic, self._on_spec, SPEC_QOS)
 
     def _on_spec(self, msg: String) -> None:
-        spec = itf.spec_from_json(msg.data)
+        spec = Spec.from_json(msg.data)
         if self.recording is not None:  # a new latched spec: the sim restarted under us
             self.recording.spec_updates += 1
             self.get_logger().warning("the sim published a new spec: it restarted mid-run")
@@ -72,21 +74,19 @@ class RecorderNode(Node):
             self.bag = BagWriter(self.args.record)
             self.bag.write_raw(self.spec_topic, "std_msgs/msg/String", _cdr(msg), time.time_ns(),
                                latched=True)
-        topics = spec["topics"]
         rec = self.recording
-        self._subscribe(topics["ground_truth_joints"]["name"], JointState, rec.store_truth)
-        self._subscribe(topics["joint_states"]["name"], JointState, self._on_joint_state)
+        self._subscribe(spec.topic("ground_truth_joints").name, JointState, rec.store_truth)
+        self._subscribe(spec.topic("joint_states").name, JointState, self._on_joint_state)
         if self.bag is not None:
-            self._subscribe(topics["ground_truth_objects"]["name"], PoseArray, None)
-        for cam in spec.get("cameras", []):
-            self._subscribe(cam["image_topic"], Image,
-                            lambda m, name=cam["name"]: self._on_image(m, name))
+            self._subscribe(spec.topic("ground_truth_objects").name, PoseArray, None)
+        for cam in spec.cameras:
+            self._subscribe(cam.image_topic, Image, lambda m, name=cam.name: self._on_image(m, name))
             if self.bag is not None:
-                self._subscribe(cam["info_topic"], CameraInfo, None)
+                self._subscribe(cam.info_topic, CameraInfo, None)
         self.spec_at = time.monotonic()
         self.get_logger().info(
-            f"spec from {spec['node']}: {len(rec.names)} joints, control dt "
-            f"{spec['control_dt_s'] * 1e3:g} ms, {len(spec.get('cameras', []))} cameras"
+            f"spec from {spec.node}: {len(rec.names)} joints, control dt "
+            f"{spec.control_dt_s * 1e3:g} ms, {len(spec.cameras)} cameras"
             + (f"; recording to {self.args.record}" if self.bag else ""))
 
     def _subscribe(self, topic: str, msg_type, store) -> None:
@@ -176,15 +176,13 @@ def check_bag(path: str) -> Verdict:
     return Verdict(results, title=f"{TITLE} ({path})")
 
 
-def spec_from_stamps(names, stamps_ns, images) -> dict:
+def spec_from_stamps(names, stamps_ns, images) -> Spec:
     """A bag from ``ros2 bag record`` without the spec topic: the control dt from the stamps."""
     diffs = np.diff(np.unique(np.asarray(stamps_ns, np.int64)))
-    return {
-        "joints": [{"name": n} for n in names],
-        "control_dt_ns": int(np.median(diffs)) if len(diffs) else 1,
-        "decimation": None,
-        "cameras": [{"name": c} for c in sorted({im.camera for im in images})],
-    }
+    return Spec(joints=tuple(JointSpec(n) for n in names),
+                control_dt_ns=int(np.median(diffs)) if len(diffs) else 1,
+                cameras=tuple(CameraSpec(c) for c in sorted({im.camera for im in images})),
+                inferred=True)
 
 
 def run_live(args: argparse.Namespace, ros_args: list[str]) -> Verdict:

@@ -128,10 +128,6 @@ class Lens:
         bottom_up = cv2.convertMaps(map_x, (src_h - 1) - map_y, cv2.CV_16SC2)
         set_(self, "_maps", (top_down, bottom_up))
 
-    @property
-    def fx_px(self) -> float:
-        return float(self.K[0, 0])
-
     def distort(self, pinhole_rgb: np.ndarray, *, bottom_up: bool = False) -> np.ndarray:
         """Fisheye image (h, w, 3) uint8 from the source pinhole image; always a new array.
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import math
 
-from robogym_ros.scene import ARM_JOINTS, SIDES, folded_pose
+from robogym_ros.sim.scene import ARM_JOINTS, SIDES, folded_pose
 
 RAMP_S = 2.0
 #            centre  amplitude  period_s

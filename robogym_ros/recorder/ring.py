@@ -16,7 +16,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from .checks import DIGEST_SIZE, ImageMeta
+from robogym_ros.checks import DIGEST_SIZE, ImageMeta
 
 _POS, _VEL, _EFF = 0, 1, 2
 _F64 = np.dtype(np.float64)

@@ -12,8 +12,9 @@ from importlib import resources
 import mujoco
 import numpy as np
 
-from robogym_ros import scene
-from robogym_ros.tick import POSE_SIZE, Tick
+from robogym_ros.contract import POSE_SIZE
+from robogym_ros.sim import scene
+from robogym_ros.sim.tick import Tick
 
 _BLOW_UP = (
     mujoco.mjtWarning.mjWARN_BADQPOS,
@@ -25,7 +26,7 @@ STATE_SPEC = mujoco.mjtState.mjSTATE_INTEGRATION
 
 def default_model_path() -> str:
     # Package data, not the ament index: a pip venv has no AMENT_PREFIX_PATH.
-    return str(resources.files("robogym_ros") / "models" / "so101_dual.xml")
+    return str(resources.files("robogym_ros.sim") / "models" / "so101_dual.xml")
 
 
 @dataclass(frozen=True)
@@ -146,6 +147,16 @@ class Physics:
         self.episode += 1
         return draw
 
+    def reset_tick(self) -> dict:
+        """A reset as a control tick of its own: a new episode under the next stamp.
+
+        Stamps stay strictly increasing and on the grid, so the reset state can be published
+        at once without repeating the stamp of the last tick of the old episode.
+        """
+        draw = self.reset()
+        self.tick_index += 1
+        return draw
+
     def set_targets(self, targets: dict[str, float]) -> None:
         """Queue position targets; they take effect at the start of the next control tick."""
         unknown = [n for n in targets if n not in self._actuator_of]
@@ -181,7 +192,7 @@ class Physics:
             return True
         return False
 
-    def snapshot(self) -> Tick:
+    def snapshot(self, *, blew_up: bool = False) -> Tick:
         """The tick just completed, copied out of MjData (nothing in it aliases MjData)."""
         d = self.data
         state = np.empty(mujoco.mj_stateSize(self.model, STATE_SPEC))
@@ -195,4 +206,5 @@ class Physics:
             effort=d.actuator_force[self._actuators],
             object_poses=d.qpos[self._pose_idx].reshape(-1, POSE_SIZE),
             state=state,
+            blew_up=blew_up,
         )

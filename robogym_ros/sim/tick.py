@@ -14,9 +14,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-# index, stamp_ns, episode, n_joints, n_objects, n_state
-_HEADER = 6
-POSE_SIZE = 7  # x y z qw qx qy qz
+from robogym_ros.contract import POSE_SIZE
+
+# index, stamp_ns, episode, blew_up, n_joints, n_objects, n_state
+_HEADER = 7
 
 
 @dataclass(frozen=True)
@@ -29,11 +30,12 @@ class Tick:
     effort: np.ndarray  # N*m, actuator force on the joint
     object_poses: np.ndarray  # (n_objects, 7): world pose of each free object
     state: np.ndarray  # mjSTATE_INTEGRATION vector, for rendering this exact instant
+    blew_up: bool = False  # the scene blew up in this tick: it was reset, and the loop paused
 
     def to_bytes(self) -> bytes:
         n, k, s = len(self.position), len(self.object_poses), len(self.state)
         # float64 holds integers exactly up to 2**53 ns (104 days of sim time).
-        header = np.array([self.index, self.stamp_ns, self.episode, n, k, s], dtype=np.float64)
+        header = np.array([self.index, self.stamp_ns, self.episode, self.blew_up, n, k, s], dtype=np.float64)
         return np.concatenate(
             [header, self.position, self.velocity, self.effort, self.object_poses.ravel(), self.state]
         ).tobytes()
@@ -42,7 +44,7 @@ class Tick:
     def from_bytes(data: bytes) -> "Tick":
         # np.frombuffer over immutable bytes is read-only; copy so each field owns its memory.
         flat = np.frombuffer(data, dtype=np.float64).copy()
-        index, stamp_ns, episode, n, k, s = (int(v) for v in flat[:_HEADER])
+        index, stamp_ns, episode, blew_up, n, k, s = (int(v) for v in flat[:_HEADER])
         off = _HEADER
         parts = []
         for size in (n, n, n, k * POSE_SIZE, s):
@@ -52,4 +54,4 @@ class Tick:
             raise ValueError(f"tick record has {len(flat)} numbers, header says {off}")
         position, velocity, effort, poses, state = parts
         return Tick(index, stamp_ns, episode, position, velocity, effort,
-                    poses.reshape(k, POSE_SIZE), state)
+                    poses.reshape(k, POSE_SIZE), state, bool(blew_up))

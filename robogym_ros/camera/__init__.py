@@ -1,0 +1,1 @@
+"""Cameras without ROS: the U20CAM lens model and the renderer (mujoco + OpenCV)."""

@@ -1,0 +1,1 @@
+"""The ROS 2 nodes: everything that imports rclpy lives here."""

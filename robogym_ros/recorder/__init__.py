@@ -1,0 +1,1 @@
+"""What the recorder keeps and decides, without rclpy: rings, the recording, the verdict, bags."""

@@ -1,0 +1,1 @@
+"""Programs that put the tiers together (may import any tier)."""
