@@ -9,6 +9,7 @@ own process, never waits for a frame.
 from __future__ import annotations
 
 import threading
+from typing import Callable
 
 import mujoco
 import numpy as np
@@ -24,20 +25,31 @@ from robogym_ros.nodes.qos import IMAGE_QOS
 from robogym_ros.sim.tick import Tick
 
 
-def start_cameras(node, model_path: str, requested: list[str], lens: Lens,
-                  period_s: float) -> "CameraPublisher | None":
+def start_cameras(node, model_path: str, requested: list[str], lens: Lens, period_s: float, *,
+                  control_dt_ns: int, hold_physics: Callable[[int | None], None],
+                  every_frame: bool) -> "CameraPublisher | None":
     """The camera publisher, or None when the model has none of the requested cameras (the
     default set shrinks to what a model has; a camera named that it lacks is a ValueError)."""
     model = mujoco.MjModel.from_xml_path(model_path)
     cameras = select_cameras(requested, model)
-    return CameraPublisher(node, model, cameras, lens, period_s) if cameras else None
+    if not cameras:
+        return None
+    return CameraPublisher(node, model, cameras, lens, period_s, control_dt_ns=control_dt_ns,
+                           hold_physics=hold_physics, every_frame=every_frame)
 
 
 class CameraPublisher:
     """Renders the named cameras of a model and publishes Image + CameraInfo per frame."""
 
-    def __init__(self, node, model: mujoco.MjModel, cameras: list[str], lens: Lens, period_s: float):
+    def __init__(self, node, model: mujoco.MjModel, cameras: list[str], lens: Lens, period_s: float, *,
+                 control_dt_ns: int, hold_physics: Callable[[int | None], None], every_frame: bool):
+        """``hold_physics(tick)`` lets physics complete ticks up to ``tick`` on its own (None: no
+        limit); with ``every_frame`` (real_time_factor 0) the publisher uses it so that physics
+        never runs past the next frame's tick before the current frame is published."""
         self.node = node
+        self.control_dt_ns = control_dt_ns
+        self._hold_physics = hold_physics
+        self.every_frame = every_frame
         self.lens = lens
         self.rendered = 0
         self.skipped = 0  # due frames dropped because the renderer was still busy
@@ -58,6 +70,15 @@ class CameraPublisher:
         self._ready.wait(60.0)
         if self.error:
             raise RuntimeError(f"cameras could not start: {self.error}")
+
+    @property
+    def mode(self) -> str:
+        """What the spec says of frames: every due frame, or skip (and count) while busy."""
+        return "every_frame" if self.every_frame else "skip_when_busy"
+
+    def set_every_frame(self, every_frame: bool) -> None:
+        """Every frame (real_time_factor 0: physics waits) or skip when busy (real time)."""
+        self.every_frame = every_frame
 
     def set_period(self, period_s: float) -> None:
         """A new frame period [s, sim] from the next tick on; 0 stops rendering."""

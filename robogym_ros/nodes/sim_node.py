@@ -74,8 +74,10 @@ class SimNode(StoppableNode):
         if p["camera_period_s"] > 0 and p["cameras"]:
             lens = Lens(p["camera_width_px"], p["camera_height_px"], fisheye=p["camera_fisheye"],
                         source_scale=p["camera_source_scale"])
-            self.cameras = start_cameras(self, self.config.model_path, list(p["cameras"]), lens,
-                                         p["camera_period_s"])
+            self.cameras = start_cameras(
+                self, self.config.model_path, list(p["cameras"]), lens, p["camera_period_s"],
+                control_dt_ns=self.description.control_dt_ns, hold_physics=self.sim.set_tick_limit,
+                every_frame=self.config.real_time_factor == 0)
         self._publish_spec()
         self.ticks.start(self._on_tick, self._on_physics_death)
         self._publish_state(0 if p["start_paused"] else self.sim.resume(), "start", p["start_paused"])
@@ -104,7 +106,7 @@ class SimNode(StoppableNode):
         cameras = self.cameras.spec() if self.cameras else ()
         self.spec = build_spec(self, self.description, model_path=self.config.model_path,
                                real_time_factor=self.config.real_time_factor, cameras=cameras,
-                               camera_frames="skip_when_busy" if cameras else "", instance=self.instance)
+                               camera_frames=self.cameras.mode if cameras else "", instance=self.instance)
         self.pub_spec.publish(String(data=self.spec.to_json()))
 
     # --- commands and services ---------------------------------------------------------------
@@ -165,6 +167,8 @@ class SimNode(StoppableNode):
             if name == "real_time_factor":
                 self.config = replace(self.config, real_time_factor=value)
                 self.description = self.sim.describe()
+                if self.cameras is not None:
+                    self.cameras.set_every_frame(value == 0)
         elif name == "camera_period_s":
             self.cameras.set_period(value)
         elif name == "diagnostics_period_s":
