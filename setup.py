@@ -37,9 +37,9 @@ setup(
     tests_require=["pytest"],
     entry_points={
         "console_scripts": [
-            "robogym_sim = robogym_ros.nodes.sim_node:main",
-            "robogym_recorder = robogym_ros.nodes.recorder_node:main",
-            "robogym_motion = robogym_ros.nodes.motion_node:main",
+            "robogym_sim = robogym_ros.nodes.entry:sim",
+            "robogym_recorder = robogym_ros.nodes.entry:recorder",
+            "robogym_motion = robogym_ros.nodes.entry:motion",
             "robogym_demo = robogym_ros.tools.demo:main",
         ],
     },

@@ -39,7 +39,7 @@ class Param:
         text = self.description + (f" [{self.unit}]" if self.unit else "")
         if self.minimum is not None or self.maximum is not None:
             text += f"; range {_num(self.minimum)} .. {_num(self.maximum)}"
-        return text + ("" if self.live else "; read-only: set it at start-up")
+        return text + ("; live: ros2 param set takes effect" if self.live else "; fixed at start-up")
 
     def coerce(self, value: Any) -> Any:
         """The value as this parameter's type, or ValueError naming the parameter and its range.
@@ -89,7 +89,9 @@ def _within(value: float, lo: float | None, hi: float | None) -> bool:
 
 
 def _num(value: float | None) -> str:
-    return "-" if value is None else f"{value:g}"
+    if value is None:
+        return "-"
+    return str(value) if isinstance(value, int) else f"{value:g}"
 
 
 def _type_name(t: type) -> str:
@@ -98,7 +100,7 @@ def _type_name(t: type) -> str:
 
 
 SIM_PARAMS: tuple[Param, ...] = (
-    Param("physics_dt_s", 0.002, "s", "physics integration step", 1e-5, 0.05),
+    Param("physics_dt_s", 0.002, "s", "physics integration step", 1e-5, 1.0),
     Param("decimation", 5, "", "physics steps per control tick; control_dt_s = physics_dt_s * decimation",
           1, 1000, yaml_comment="-> control_dt_s = 0.01 (100 Hz)"),
     Param("real_time_factor", 1.0, "", "sim seconds per wall second; 0 = as fast as possible",

@@ -1,5 +1,9 @@
-"""ROS parameters declared from robogym_ros.params: ranges in the descriptors, read-only unless
-the parameter is live, integers accepted for doubles, and live changes handed to the node.
+"""ROS parameters declared from robogym_ros.params: ranges in the descriptors, integers accepted
+for doubles, live changes handed to the node, the others refused while the sim runs.
+
+A parameter that needs a restart is refused by our own callback rather than by a read_only
+descriptor: rclpy checks read_only before the range, and `ros2 param set ... decimation 0`
+must say what the range is, not only that the value cannot change.
 """
 from __future__ import annotations
 
@@ -13,7 +17,7 @@ from robogym_ros.params import Param
 
 
 def descriptor(p: Param) -> ParameterDescriptor:
-    d = ParameterDescriptor(description=p.described, read_only=not p.live)
+    d = ParameterDescriptor(description=p.described)
     if p.minimum is not None and p.maximum is not None:
         if p.type is float:
             d.floating_point_range = [FloatingPointRange(
@@ -60,11 +64,11 @@ def declare(node: Node, params: Iterable[Param],
             p = table.get(x.name)
             if p is None:
                 continue
-            if not p.live:  # read-only descriptors refuse these first; kept as a second line
-                return SetParametersResult(successful=False, reason=f"{p.name} is read-only: "
-                                           "it takes effect at start-up only")
             try:
-                value = p.coerce(x.value)
+                value = p.coerce(x.value)  # the range first, whether live or not
+                if not p.live:
+                    raise ValueError(f"{p.name} is fixed while the sim runs: restart it with "
+                                     f"-p {p.name}:={x.value!r} (or the params file)")
                 if on_change is not None:
                     on_change(x.name, value)
             except ValueError as exc:

@@ -194,7 +194,10 @@ class SimNode(StoppableNode):
             self.get_fully_qualified_name(), level, message, values))
 
     def destroy_node(self):
-        for part in (self.ticks, self.cameras, self.sim):
+        # Physics first, while the pump still drains its ticks; then the pump, then the cameras.
+        if self.ticks is not None:
+            self.ticks.stopping()
+        for part in (self.sim, self.ticks, self.cameras):
             if part is not None:
                 part.close()
         if self.ticks is not None and self.ticks.started:

@@ -87,7 +87,8 @@ def run_node(make_node: Callable[[], StoppableNode], args=None, *, errors: tuple
         pass
     except errors as exc:
         if not signals.received:  # an error caused by the interrupt is the interrupt
-            rclpy.logging.get_logger("robogym_ros").fatal(f"{type(exc).__name__}: {exc}")
+            one_line = " ".join(str(exc).split())  # a FATAL line, even for a multi-line message
+            rclpy.logging.get_logger("robogym_ros").fatal(f"{type(exc).__name__}: {one_line}")
             code = 1
     finally:
         signals.raising = False

@@ -54,16 +54,21 @@ class TickPublisher:
         return self._thread is not None
 
     def _pump(self, on_tick, on_death) -> None:
-        while not self._stopping.is_set():
+        # Once stopping, keep draining until the physics process is gone: a process blocked on
+        # a full tick pipe could not read its stop request otherwise.
+        while True:
             try:
                 tick = self._sim.recv_tick(0.1)
             except (EOFError, OSError):
                 if not self._stopping.is_set():
                     on_death()
                 return
-            if tick is not None:
-                self.publish(tick)
-                on_tick(tick)
+            if tick is None:
+                if self._stopping.is_set():
+                    return
+                continue
+            self.publish(tick)
+            on_tick(tick)
 
     def publish(self, tick: Tick) -> None:
         msgs = (
@@ -87,6 +92,10 @@ class TickPublisher:
         with self._cv:
             if not self._cv.wait_for(lambda: self._published_index >= index, timeout_s):
                 raise TimeoutError(f"tick {index} was not published within {timeout_s:g} s")
+
+    def stopping(self) -> None:
+        """From now on the end of the tick stream is expected, not a death."""
+        self._stopping.set()
 
     def close(self, timeout_s: float = 0.5) -> None:
         self._stopping.set()
