@@ -3,11 +3,14 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 
+from robogym_ros.contract import DIAGNOSTICS, DIAGNOSTICS_QOS
+from robogym_ros.nodes.qos import profile
 from robogym_ros.sim.loop import Status
+from robogym_ros.sim.process import PhysicsProcessDied
 
 
 @dataclass
@@ -41,6 +44,10 @@ def simulation_status(status: Status, previous: Status | None, commands: Command
         "episode": status.episode,
         "late_steps": status.late_steps,
         "max_lateness_s": status.max_lateness_s,
+        "lateness_p50_s": status.lateness_p50_s,
+        "lateness_p99_s": status.lateness_p99_s,
+        # steps begun < 10 us, < 100 us, < 1 ms, < 10 ms and later after their deadline
+        "lateness_decades": list(status.lateness_decades),
         "resets": status.resets,
         "skipped_s": status.skipped_s,
         "commands_accepted": commands.accepted,
@@ -65,3 +72,30 @@ def diagnostic_array(stamp, name: str, hardware_id: str, level: str, message: st
         level=getattr(DiagnosticStatus, level), name=name, message=message, hardware_id=hardware_id,
         values=[KeyValue(key=k, value=str(v)) for k, v in values.items()]))
     return diag
+
+
+class SimDiagnostics:
+    """Publishes the simulation status on /diagnostics every ``period_s`` (wall time)."""
+
+    def __init__(self, node, sim: SimProcess, period_s: float, extra: Callable[[], dict]):
+        """``extra()`` gives the node's own figures: ``commands``, ``published``,
+        ``publish_errors``, ``cameras`` (the keyword arguments of simulation_status)."""
+        self._node, self._sim, self._extra = node, sim, extra
+        self._previous: Status | None = None
+        self._pub = node.create_publisher(DiagnosticArray, DIAGNOSTICS, profile(DIAGNOSTICS_QOS))
+        self._timer = node.create_timer(period_s, self.publish)
+
+    def set_period(self, period_s: float) -> None:
+        self._timer.timer_period_ns = round(period_s * 1e9)
+
+    def publish(self) -> None:
+        try:
+            status = self._sim.status()
+        except PhysicsProcessDied:
+            return  # the pump reports the death and stops the node
+        previous, self._previous = self._previous, status
+        extra = self._extra()
+        level, message, values = simulation_status(status, previous, extra.pop("commands"), **extra)
+        node = self._node
+        self._pub.publish(diagnostic_array(node.get_clock().now().to_msg(), f"{node.get_name()}: simulation",
+                                           node.get_fully_qualified_name(), level, message, values))

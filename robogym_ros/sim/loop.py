@@ -68,6 +68,10 @@ class Status:
     resets: int  # blow-ups recovered
     real_time_factor: float
     wall_time_s: float  # time.monotonic() when taken
+    lateness_p50_s: float
+    lateness_p99_s: float
+    # Steps by lateness: < 10 us, < 100 us, < 1 ms, < 10 ms, later (a coarse histogram).
+    lateness_decades: tuple[int, ...]
 
 
 @dataclass(frozen=True)
@@ -102,6 +106,15 @@ class Stats:
         if lateness_s > late_after_s:
             self.late_steps += 1
         self.hist[min(int(lateness_s / HIST_BIN_S), HIST_BINS - 1)] += 1
+
+
+DECADE_EDGES_S = (1e-5, 1e-4, 1e-3, 1e-2)
+
+
+def lateness_decades(hist: np.ndarray) -> tuple[int, ...]:
+    """Counts of steps per decade of lateness, split at DECADE_EDGES_S."""
+    edges = [0, *(round(e / HIST_BIN_S) for e in DECADE_EDGES_S), len(hist)]
+    return tuple(int(hist[a:b].sum()) for a, b in zip(edges, edges[1:]))
 
 
 def lateness_percentile_s(hist: np.ndarray, q: float) -> float:
@@ -299,7 +312,9 @@ class RealTimeLoop:
             sim_time_ns=self.physics_steps * self.physics.physics_dt_ns,
             episode=self.physics.episode, paused=self.paused, steps=s.steps, late_steps=s.late_steps,
             max_lateness_s=s.max_lateness_s, skips=s.skips, skipped_s=s.skipped_s, resets=s.resets,
-            real_time_factor=self.config.real_time_factor, wall_time_s=time.monotonic())
+            real_time_factor=self.config.real_time_factor, wall_time_s=time.monotonic(),
+            lateness_p50_s=lateness_percentile_s(s.hist, 50), lateness_p99_s=lateness_percentile_s(s.hist, 99),
+            lateness_decades=lateness_decades(s.hist))
 
     def lateness_histogram(self) -> np.ndarray:
         return self.stats.hist.copy()
