@@ -37,8 +37,7 @@ DECIMATION = 5
 SUBSCRIBER = textwrap.dedent("""
     import sys, time, rclpy
     from sensor_msgs.msg import JointState
-    from robogym_ros import contract
-from robogym_ros.nodes import qos
+    from robogym_ros.nodes import qos
     rclpy.init()
     node = rclpy.create_node("bench_subscriber")
     count = [0]
