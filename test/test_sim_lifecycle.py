@@ -255,3 +255,23 @@ def test_a_rejected_command_reason_is_bounded(make_sim):
     assert reason.startswith("unknown joint 'xxxx") and "(5000000 characters)" in reason
     assert len(reason) <= 400
     assert max(len(line) for line in sim.output().splitlines()) < 1000
+
+
+CONSOLE_MOTION = Path(sys.executable).with_name("robogym_motion")
+
+
+@pytest.mark.skipif(not CONSOLE_MOTION.exists(), reason="the robogym_motion console script is not installed")
+@pytest.mark.parametrize("signals", [[signal.SIGINT], [signal.SIGINT, signal.SIGINT], [signal.SIGTERM]],
+                         ids=["sigint", "two_sigints", "sigterm"])
+def test_the_motion_node_stops_cleanly(tmp_path, signals):
+    log = tmp_path / "motion.log"
+    with open(log, "w") as f:
+        proc = subprocess.Popen([str(CONSOLE_MOTION), "--ros-args", "-r", f"__ns:=/{new_namespace('mot')}"],
+                                stdout=f, stderr=subprocess.STDOUT)
+    time.sleep(2.0)  # imported and spinning (it waits for /clock)
+    took_s = stop_and_time(proc, signals)
+    out = log.read_text()
+    assert proc.returncode == 0, out
+    assert took_s <= STOP_WITHIN_S, f"took {took_s:.2f} s to stop:\n{out}"
+    assert "sent 0 commands" in out  # its own teardown ran, with the context still valid
+    assert_no_traceback(out)
