@@ -9,9 +9,11 @@ PACKAGE = "robogym_ros"
 # In a ROS workspace these come from the distro instead (package.xml), so they are an extra.
 STANDALONE = [
     "ros-rclpy", "ros-sensor-msgs", "ros-std-srvs", "ros-std-msgs", "ros-rosgraph-msgs",
-    "ros-diagnostic-msgs", "ros-geometry-msgs", "ros-rmw-fastrtps-cpp",
-    "mujoco>=3.2", "numpy", "opencv-python-headless", "rosbags>=0.10",
+    "ros-diagnostic-msgs", "ros-geometry-msgs", "ros-trajectory-msgs", "ros-rmw-fastrtps-cpp",
+    "mujoco>=3.2", "numpy", "opencv-python-headless", "rosbags>=0.10", "matplotlib",
 ]
+# The Gymnasium env (robogym_ros.envs). No torch: a learner is the user's choice.
+ENV = ["gymnasium>=1.4", "gymnasium-robotics>=1.4"]
 
 setup(
     name=PACKAGE,
@@ -22,12 +24,14 @@ setup(
         ("share/ament_index/resource_index/packages", [f"resource/{PACKAGE}"]),
         (f"share/{PACKAGE}", ["package.xml"]),
         (f"share/{PACKAGE}/launch", glob("launch/*.launch.py")),
-        (f"share/{PACKAGE}/config", glob("config/*.yaml")),
+        (f"share/{PACKAGE}/config", glob("config/*.yaml") + glob("config/*.rviz")),
     ],
     install_requires=["setuptools"],
     extras_require={
         "standalone": STANDALONE,
-        "test": ["pytest<9", "mcap", "mcap-ros2-support"],
+        "env": ENV,
+        # pin: the URDF's forward kinematics by an independent parser (urdfdom) in test_urdf.py
+        "test": ["pytest<9", "mcap", "mcap-ros2-support", "pin", *ENV],
     },
     zip_safe=True,
     maintainer="robogym_ros team",

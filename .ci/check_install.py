@@ -20,6 +20,7 @@ expected = [
     "share/robogym_ros/launch/sim.launch.py",
     "share/robogym_ros/launch/bringup.launch.py",
     "share/robogym_ros/config/sim.yaml",
+    "share/robogym_ros/config/robogym.rviz",
 ]
 missing = [p for p in expected if not (prefix / p).exists()]
 site = glob.glob(str(prefix / "lib/python3*/site-packages"))

@@ -20,6 +20,8 @@ from typing import Any, Mapping
 SIM_NODE = "robogym_sim"
 JOINT_STATES = "joint_states"
 JOINT_COMMANDS = "joint_commands"
+JOINT_TRAJECTORY = "joint_trajectory"
+ROBOT_DESCRIPTION = "robot_description"
 TRUTH_JOINTS = "ground_truth/joint_states"
 TRUTH_OBJECTS = "ground_truth/object_poses"
 CLOCK = "/clock"

@@ -17,6 +17,7 @@ def test_demo_runs_the_main_job_and_passes(tmp_path):
     assert verdict["status"] == "pass"
     assert {c["name"] for c in verdict["checks"]} >= {"tick_grid", "slot_error", "images",
                                                       "buffer_audit"}
+    assert (out / "report" / "report.html").exists() and "report: " in run.stdout
     bags = sorted(out.glob("bag_*"))
     assert len(bags) == 1 and f"bag: {bags[0]}" in run.stdout
     data = read_bag(bags[0])  # finalised, readable, and with real motion in it

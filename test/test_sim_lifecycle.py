@@ -3,6 +3,7 @@ physics process, and clean stops on every signal. Real processes, real DDS."""
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -212,7 +213,12 @@ def stop_and_time(proc: subprocess.Popen, signals, group: bool = False) -> float
         else:
             proc.send_signal(sig)
         time.sleep(0.05)
-    proc.wait(30)
+    try:
+        proc.wait(30)
+    except subprocess.TimeoutExpired:
+        proc.kill()  # never leave a sim behind to talk to the next test
+        proc.wait()
+        raise
     return time.monotonic() - t0
 
 
@@ -273,5 +279,5 @@ def test_the_motion_node_stops_cleanly(tmp_path, signals):
     out = log.read_text()
     assert proc.returncode == 0, out
     assert took_s <= STOP_WITHIN_S, f"took {took_s:.2f} s to stop:\n{out}"
-    assert "sent 0 commands" in out  # its own teardown ran, with the context still valid
+    assert re.search(r"sent \d+ commands", out)  # its own teardown ran, with the context still valid
     assert_no_traceback(out)

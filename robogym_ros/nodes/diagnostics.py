@@ -1,6 +1,7 @@
 """The sim's /diagnostics status: a pure function of what the node knows, and its message."""
 from __future__ import annotations
 
+import json
 import math
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping
@@ -9,7 +10,7 @@ from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 
 from robogym_ros.contract import DIAGNOSTICS, DIAGNOSTICS_QOS
 from robogym_ros.nodes.qos import profile
-from robogym_ros.sim.loop import Status
+from robogym_ros.sim.loop import DECADE_EDGES_S, Status
 from robogym_ros.sim.process import PhysicsProcessDied
 
 
@@ -46,8 +47,9 @@ def simulation_status(status: Status, previous: Status | None, commands: Command
         "max_lateness_s": status.max_lateness_s,
         "lateness_p50_s": status.lateness_p50_s,
         "lateness_p99_s": status.lateness_p99_s,
-        # steps begun < 10 us, < 100 us, < 1 ms, < 10 ms and later after their deadline
-        "lateness_decades": list(status.lateness_decades),
+        # steps by how long after their deadline they began (edges in s; null = no upper edge)
+        "lateness_histogram": json.dumps({"edges_s": [0.0, *DECADE_EDGES_S, None],
+                                          "counts": list(status.lateness_decades)}),
         "resets": status.resets,
         "skipped_s": status.skipped_s,
         "commands_accepted": commands.accepted,

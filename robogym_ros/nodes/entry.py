@@ -1,34 +1,37 @@
-"""Console-script entry points (setup.py). Light on purpose: until a node's module is imported
-(rclpy, mujoco, OpenCV: about a second), a Ctrl-C or SIGTERM ends the process quietly instead of
-printing a traceback from inside an import. From then on the node's own handling takes over
-(robogym_ros.nodes.spin).
+"""Console-script entry points (setup.py). Light on purpose: while a node's module is imported
+(rclpy, mujoco, OpenCV: about a second), a Ctrl-C or SIGTERM is only noted, and the process
+then ends quietly instead of printing a traceback from inside an import. (An exception raised
+in a signal handler during a C extension's initialisation becomes an ImportError.) From then
+on the node's own handling takes over (robogym_ros.nodes.spin).
 """
 from __future__ import annotations
 
 import signal
 
+_received: list[int] = []
 
-def _quiet_until_imported(exit_code: int) -> None:
-    def stop(_signum, _frame):
-        raise SystemExit(exit_code)  # nothing was started yet: nothing to clean up
 
-    signal.signal(signal.SIGINT, stop)
-    signal.signal(signal.SIGTERM, stop)
+def _note_signals() -> None:
+    def note(signum, _frame):
+        _received.append(signum)
+
+    signal.signal(signal.SIGINT, note)
+    signal.signal(signal.SIGTERM, note)
 
 
 def sim() -> int:
-    _quiet_until_imported(0)  # a requested stop
+    _note_signals()
     from robogym_ros.nodes.sim_node import main
-    return main()
+    return 0 if _received else main()  # stopped before it started: a requested stop
 
 
 def motion() -> int:
-    _quiet_until_imported(0)
+    _note_signals()
     from robogym_ros.nodes.motion_node import main
-    return main()
+    return 0 if _received else main()
 
 
 def recorder() -> int:
-    _quiet_until_imported(2)  # no verdict: the recorder's "usage error or no data"
+    _note_signals()
     from robogym_ros.nodes.recorder_node import main
-    return main()
+    return 2 if _received else main()  # no verdict: the recorder's "usage error or no data"

@@ -20,12 +20,14 @@ from robogym_ros import contract
 from robogym_ros.camera.lens import Lens
 from robogym_ros.nodes import parameters
 from robogym_ros.nodes.camera_publisher import start_cameras
+from robogym_ros.nodes.description import DescriptionPublisher
 from robogym_ros.nodes.diagnostics import CommandCounts, SimDiagnostics
 from robogym_ros.nodes.qos import COMMAND_QOS, SPEC_QOS
 from robogym_ros.nodes.run_control import RunControl
 from robogym_ros.nodes.sim_spec import build_spec
 from robogym_ros.nodes.spin import StoppableNode, run_node
 from robogym_ros.nodes.tick_publisher import TickPublisher
+from robogym_ros.nodes.trajectory_subscriber import TrajectorySubscriber
 from robogym_ros.params import SIM_PARAMS
 from robogym_ros.sim.commands import CommandRejected, validate_command
 from robogym_ros.sim.loop import LoopConfig
@@ -56,6 +58,10 @@ class SimNode(StoppableNode):
         self.description = self.sim.describe()
         self.ranges = {j.name: (j.lower, j.upper) for j in self.description.joints}
         self.ticks = TickPublisher(self, self.sim, [j.name for j in self.description.joints])
+        self.frames = DescriptionPublisher(self, self.config.model_path, self.description.objects)
+        self.trajectories = TrajectorySubscriber(  # "now" for a trajectory stamped 0: physics time
+            self, self.sim, self.ranges, counts=self.commands,
+            now_ns=lambda: self.sim.status().tick_index * self.description.control_dt_ns)
         self.run_control = RunControl(self, self.sim, self.ticks, self.description.control_dt_ns)
         self.pub_spec = self.create_publisher(String, "~/spec", SPEC_QOS)  # = contract.SPEC_TOPIC
         self.create_subscription(JointState, contract.JOINT_COMMANDS, self._on_command, COMMAND_QOS)
@@ -77,6 +83,7 @@ class SimNode(StoppableNode):
             f"{self.config.real_time_factor:g}{', paused' if p['start_paused'] else ''}")
 
     def _on_tick(self, tick) -> None:
+        self.frames.publish(tick)
         if self.cameras is not None:
             self.cameras.offer(tick)
         if tick.blew_up:  # the loop reset the scene and paused itself
@@ -91,7 +98,10 @@ class SimNode(StoppableNode):
         cameras = self.cameras.spec() if self.cameras else ()
         self.spec = build_spec(self, self.description, model_path=self.config.model_path,
                                real_time_factor=self.config.real_time_factor, cameras=cameras,
-                               camera_frames=self.cameras.mode if cameras else "", instance=self.instance)
+                               camera_frames=self.cameras.mode if cameras else "", instance=self.instance,
+                               extra_topics={**self.frames.spec_topics(self),
+                                             "joint_trajectory": self.trajectories.spec_topic()},
+                               extra={"tf": self.frames.tf_status})
         self.pub_spec.publish(String(data=self.spec.to_json()))
 
     def _on_command(self, msg: JointState) -> None:

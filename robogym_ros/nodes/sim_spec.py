@@ -7,7 +7,8 @@ from robogym_ros.sim.loop import Description
 
 
 def build_spec(node, description: Description, *, model_path: str, real_time_factor: float,
-               cameras=(), camera_frames: str = "", instance: str = "") -> Spec:
+               cameras=(), camera_frames: str = "", instance: str = "",
+               extra_topics: dict[str, TopicSpec] | None = None, extra: dict | None = None) -> Spec:
     period_s = description.control_dt_ns * 1e-9
 
     def topic(name: str, msg_type: str, period: float | None, qos: contract.QosSpec) -> TopicSpec:
@@ -30,6 +31,7 @@ def build_spec(node, description: Description, *, model_path: str, real_time_fac
                                     contract.COMMAND_QOS),
             "clock": topic(contract.CLOCK, "rosgraph_msgs/msg/Clock", period_s, contract.CLOCK_QOS),
             "state": topic(contract.STATE_TOPIC, "std_msgs/msg/String", None, contract.STATE_QOS),
+            **(extra_topics or {}),
         },
         cameras=tuple(cameras),
         services={name: node.resolve_service_name(f"~/{name}") for name in contract.SERVICES},
@@ -39,4 +41,5 @@ def build_spec(node, description: Description, *, model_path: str, real_time_fac
         physics_scheduling=description.scheduling,
         camera_frames=camera_frames,
         instance=instance,
+        extra=dict(extra or {}),
     )

@@ -152,6 +152,7 @@ class RealTimeLoop:
             "pause": self.pause, "resume": self.resume, "reset": self.reset, "step": self.step,
             "set_targets": self.set_targets, "configure": self.configure, "status": self.status,
             "set_tick_limit": self.set_tick_limit,
+            "set_trajectory": self.physics.set_trajectory,  # a validated TrajectoryCommand
             "lateness_histogram": self.lateness_histogram, "describe": self.describe,
             "stop": self.stop,
         }

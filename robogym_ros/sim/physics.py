@@ -15,6 +15,7 @@ import numpy as np
 from robogym_ros.contract import POSE_SIZE
 from robogym_ros.sim import scene
 from robogym_ros.sim.tick import Tick
+from robogym_ros.sim.trajectory_follower import TrajectoryCommand, TrajectoryFollower
 
 _BLOW_UP = (
     mujoco.mjtWarning.mjWARN_BADQPOS,
@@ -110,10 +111,14 @@ class Physics:
         self._qpos_adr = self.model.jnt_qposadr[j_ids].copy()
         self._dof_adr = self.model.jnt_dofadr[j_ids].copy()
         self._actuator_of = {j.name: int(a) for j, a in zip(self.joints, self._actuators)}
+        self._actuator_index = {int(a): i for i, a in enumerate(self._actuators)}
         self._pose_idx = (self._object_adr[:, None] + np.arange(POSE_SIZE)).ravel()
         self._dual_arm = scene.is_dual_arm_scene(self.model)
         self._rng = np.random.default_rng(seed)
-        self._pending: dict[int, float] = {}
+        # Target changes for the next tick, in arrival order: ("targets", {actuator: value}) or
+        # ("trajectory", TrajectoryCommand); order decides which of the two wins a joint.
+        self._pending: list[tuple[str, object]] = []
+        self._follower: TrajectoryFollower | None = None  # the running trajectory, if any
         self.tick_index = 0  # control ticks since start; never reset
         self.episode = 0
         self.reset()
@@ -144,6 +149,7 @@ class Physics:
         # Servos hold where the arm is, so a reset never yanks toward stale targets.
         self.data.ctrl[self._actuators] = self.data.qpos[self._qpos_adr]
         self._pending.clear()
+        self._follower = None  # a reset drops the running trajectory
         self.episode += 1
         return draw
 
@@ -162,8 +168,34 @@ class Physics:
         unknown = [n for n in targets if n not in self._actuator_of]
         if unknown:
             raise KeyError(f"unknown joints {unknown}")
-        for name, value in targets.items():
-            self._pending[self._actuator_of[name]] = float(value)
+        self._pending.append(("targets", {self._actuator_of[name]: float(value)
+                                          for name, value in targets.items()}))
+
+    # --- joint trajectories (robogym_ros.sim.trajectory_follower) --------------------------
+    def set_trajectory(self, command: TrajectoryCommand) -> None:
+        """Queue a trajectory; from the next control tick on it replaces the running one.
+
+        Its joints' later position targets (set_targets) end it for those joints only.
+        """
+        unknown = [n for n in command.joint_names if n not in self._actuator_of]
+        if unknown:
+            raise KeyError(f"unknown joints {unknown}")
+        self._pending.append(("trajectory", command))
+
+    def _take_trajectory(self, command: TrajectoryCommand, tick_start_ns: int) -> None:
+        actuators = np.array([self._actuator_of[n] for n in command.joint_names], dtype=np.int64)
+        self._follower = TrajectoryFollower(command, tick_start_ns, self.data.ctrl[actuators])
+        self._follower_actuators = actuators
+
+    def _follow_trajectory(self, tick_start_ns: int) -> None:
+        # Sampled at the tick's end, as ros2_control's trajectory controller does: the target
+        # the joints should have reached when this tick's state is published.
+        f = self._follower
+        t_ns = tick_start_ns + self.control_dt_ns
+        targets = f.sample(t_ns)
+        self.data.ctrl[self._follower_actuators[f.active]] = targets[f.active]
+        if f.finished(t_ns) or f.done_driving:
+            self._follower = None  # the last targets hold in ctrl
 
     def step_tick(self) -> bool:
         """Advance one whole control tick at once (paused single step, as-fast-as-possible)."""
@@ -178,9 +210,18 @@ class Physics:
 
     def begin_tick(self) -> None:
         # Zero-order hold: targets change only on the control-tick grid, as on hardware.
-        for a, value in self._pending.items():
-            self.data.ctrl[a] = value
+        tick_start_ns = self.tick_index * self.control_dt_ns
+        for kind, value in self._pending:
+            if kind == "trajectory":
+                self._take_trajectory(value, tick_start_ns)
+                continue
+            for a, target in value.items():
+                self.data.ctrl[a] = target
+            if self._follower is not None:  # a later command wins its joints from this tick on
+                self._follower.release(self.joint_names[self._actuator_index[a]] for a in value)
         self._pending.clear()
+        if self._follower is not None:
+            self._follow_trajectory(tick_start_ns)
 
     def end_tick(self) -> bool:
         """Close a control tick. True if the scene blew up, in which case it was reset."""

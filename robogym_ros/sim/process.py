@@ -15,6 +15,7 @@ import numpy as np
 
 from robogym_ros.sim.loop import Description, LoopConfig, Status
 from robogym_ros.sim.tick import Tick
+from robogym_ros.sim.trajectory_follower import TrajectoryCommand
 
 
 class PhysicsProcessDied(RuntimeError):
@@ -76,6 +77,14 @@ class SimProcess:
             self._call("set_targets", targets)
         else:
             self._send("set_targets", targets)
+
+    def set_trajectory(self, command: TrajectoryCommand, *, wait: bool = False) -> None:
+        """A validated trajectory (robogym_ros.sim.commands.validate_trajectory); it replaces
+        the running one from the next control tick on. Fire and forget, or ``wait``."""
+        if wait:
+            self._call("set_trajectory", command)
+        else:
+            self._send("set_trajectory", command)
 
     def set_tick_limit(self, tick_index: int | None) -> None:
         """Physics completes ticks up to ``tick_index`` on its own, then waits (None: no limit)."""

@@ -1,13 +1,15 @@
-"""The main job without a ROS install: sim + motion + recorder, then the verdict.
+"""The main job without a ROS install: sim + motion + recorder, then the verdict and its report.
 
-    robogym_demo [--duration-s 10] [--out robogym_out]
+    robogym_demo [--duration-s 10] [--out robogym_out] [--no-report]
 
 The same three nodes as launch/bringup.launch.py, started as processes of their own. The
-exit code is the recorder's: 0 pass, 1 fail, 2 usage error or no data.
+exit code is the recorder's: 0 pass, 1 fail, 2 usage error or no data. Then the verdict
+and the bag become ``<out>/report/report.html`` with its plots (robogym_ros.recorder.report).
 """
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import signal
 import subprocess
@@ -25,6 +27,7 @@ def main(argv=None) -> int:
     parser.add_argument("--duration-s", type=float, default=10.0, help="recording length [s]")
     parser.add_argument("--out", default="robogym_out", help="folder for the bag and verdict")
     parser.add_argument("--namespace", default="robogym_demo")
+    parser.add_argument("--no-report", action="store_true", help="skip report.html")
     args = parser.parse_args(argv)
     os.environ.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
     os.environ.setdefault("MUJOCO_GL", "egl")
@@ -58,7 +61,26 @@ def main(argv=None) -> int:
                 proc.kill()
         log.close()
     print(f"bag: {bag}\nverdict: {verdict}\nnode logs: {out / 'nodes.log'}")
+    if not args.no_report and bag.exists() and verdict.exists():
+        print(f"report: {write_demo_report(bag, verdict, out / 'report')}")
     return code
+
+
+def write_demo_report(bag: Path, verdict_json: Path, out_dir: Path) -> Path:
+    """report.html from the recorder's verdict and the bag it wrote; a report that cannot be
+    made is said in one line, and the demo's exit code stays the recorder's."""
+    from robogym_ros.recorder.bagio import BagError, read_bag
+    from robogym_ros.recorder.report import ReportData, frames_from_bag, verdict_from_dict, write_report
+    verdict = verdict_from_dict(json.loads(verdict_json.read_text()))
+    try:
+        data = read_bag(bag)
+        report_data = None
+        if data.spec is not None and data.ground_truth is not None:
+            report_data = ReportData.from_bag(data, data.spec, frames=frames_from_bag(bag, data.images))
+    except (BagError, ValueError) as exc:
+        print(f"robogym_demo: the report has no plots: {exc}", file=sys.stderr)
+        report_data = None
+    return write_report(out_dir, verdict, report_data).html
 
 
 if __name__ == "__main__":

@@ -1,0 +1,195 @@
+"""The visual verdict (robogym_ros.recorder.report): report.html and its PNGs from a verdict
+and the recorded arrays of real physics; a fault-injected run's report marks the fault; and
+the page loads in a real browser (headless Chromium) with every image, screenshot saved."""
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import cv2
+import numpy as np
+import pytest
+
+from robogym_ros import checks
+from robogym_ros.recorder.report import REPORT_HTML, ReportData, lateness_histogram, write_report
+from robogym_ros.recorder.verdict import Verdict
+from robogym_ros.sim.physics import Physics, default_model_path
+from robogym_ros.sim.trajectory import targets_at
+
+from browser import Browser, chromium_path
+
+N_TICKS = 150
+PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+DIAGNOSTICS = {"late_steps": "3", "max_lateness_s": "0.0042", "steps": "5000",
+               "lateness_histogram": json.dumps({"edges_s": [0, 1e-5, 1e-4, 1e-3, 1e-2, None],
+                                                 "counts": [4000, 900, 90, 7, 3]})}
+
+
+@pytest.fixture(scope="module")
+def truth():
+    """Real ground truth: the scripted motion on the SO-101 scene, one row per tick."""
+    physics = Physics(default_model_path(), 0.002, 5, seed=0)
+    stamps, q, qd = [], [], []
+    for k in range(N_TICKS):
+        physics.set_targets(targets_at(k * physics.control_dt_s))
+        physics.step_tick()
+        tick = physics.snapshot()
+        stamps.append(tick.stamp_ns)
+        q.append(tick.position)
+        qd.append(tick.velocity)
+    return physics, np.array(stamps, np.int64), np.array(q), np.array(qd)
+
+
+def run(truth, stamps, positions, velocities=None, frames=None):
+    physics, t_stamps, t_q, t_qd = truth
+    dt = physics.control_dt_ns
+    results = checks.audit_stream(stamps, positions, t_stamps, t_q, dt, velocities=velocities,
+                                  true_velocities=t_qd, decimation=physics.decimation,
+                                  joint_names=physics.joint_names)
+    data = ReportData(tuple(physics.joint_names), dt, stamps, positions, t_stamps, t_q, velocities, t_qd,
+                      physics.decimation, frames=frames or {})
+    return Verdict(results, title="robogym_recorder verdict"), data
+
+
+def images_of(page: Path) -> list[str]:
+    return re.findall(r'<img src="([^"]+)"', page.read_text())
+
+
+def assert_valid_pngs(page: Path) -> None:
+    srcs = images_of(page)
+    assert srcs
+    for src in srcs:
+        path = page.parent / src
+        assert path.is_file(), src
+        assert path.read_bytes()[:8] == PNG_SIGNATURE, src
+        image = cv2.imread(str(path))  # decodes whole
+        assert image is not None and image.shape[0] > 100 and image.shape[1] > 100, src
+
+
+def test_a_clean_run_passes_with_every_figure(truth, tmp_path):
+    _, stamps, q, qd = truth
+    frames = {"overhead": [(int(s), np.full((24, 32, 3), k, np.uint8)) for k, s in enumerate(stamps[::30])]}
+    verdict, data = run(truth, stamps, q.copy(), qd.copy(), frames)
+    report = write_report(tmp_path, verdict, data, diagnostics=DIAGNOSTICS)
+    assert verdict.status == "pass"
+    assert report.html == tmp_path / REPORT_HTML
+    assert [f.name for f in report.figures] == ["positions", "slot_error", "tick_grid", "velocity", "lateness",
+                                                "cameras"]
+    assert_valid_pngs(report.html)
+    text = report.html.read_text()
+    assert 'id="verdict-status">PASS<' in text and 'class="figure fail"' not in text
+    assert report.figure("positions").marks["aliased_slots"] == 0
+    assert report.figure("tick_grid").marks == {"dropped": 0, "duplicated": 0, "reordered": 0, "restarts": 0}
+    assert abs(report.figure("velocity").marks["gain"] - 1) < 0.5
+    lateness = report.figure("lateness")
+    assert lateness.marks["histogram"] and lateness.level == "warn"  # 3 late steps: a warning, as in diagnostics
+    assert report.figure("cameras").marks == {"cameras": 1, "frames_shown": 3}
+
+
+def test_an_aliased_buffer_is_marked_in_the_report(truth, tmp_path):
+    """Fault injection: a buffer of references, every slot the same array (the newest)."""
+    _, stamps, q, _ = truth
+    newest = q[-1].copy()
+    aliased = np.array([newest] * len(stamps))
+    verdict, data = run(truth, stamps, aliased)
+    report = write_report(tmp_path, verdict, data)
+    assert verdict.status == "fail"
+    fig = report.figure("positions")
+    assert fig.failed and fig.marks["aliased_slots"] == fig.marks["older_slots"] == len(stamps) - 1
+    assert report.figure("slot_error").failed and report.figure("slot_error").marks["slots_beyond_tolerance"] > 0
+    text = report.html.read_text()
+    assert '<figure class="figure fail" id="fig-positions">' in text
+    assert "every slot holds the newest value: stored references, not copies" in text
+    assert re.search(r'<tr class="fail" id="check-aliasing">', text)
+    assert_valid_pngs(report.html)
+    # Positive control: the same report of the clean copy marks nothing.
+    clean = write_report(tmp_path / "clean", *run(truth, stamps, q.copy()))
+    assert not clean.figure("positions").failed and clean.figure("positions").marks["aliased_slots"] == 0
+
+
+def test_drops_duplicates_and_reorders_are_marked_on_the_tick_grid(truth, tmp_path):
+    _, stamps, q, _ = truth
+    order = list(range(len(stamps)))
+    del order[40:43]  # three ticks dropped
+    order.insert(60, order[59])  # one duplicated
+    order[80], order[81] = order[81], order[80]  # one pair swapped: one reordered
+    idx = np.array(order)
+    verdict, data = run(truth, stamps[idx], q[idx])
+    report = write_report(tmp_path, verdict, data)
+    fig = report.figure("tick_grid")
+    assert fig.failed
+    assert fig.marks["dropped"] == 3 and fig.marks["duplicated"] == 1 and fig.marks["reordered"] == 1
+
+
+def test_lateness_histogram_parsing():
+    edges, counts = lateness_histogram(DIAGNOSTICS)
+    assert len(edges) == len(counts) + 1 and counts.sum() == 5000 and edges[-1] == float("inf")
+    assert lateness_histogram({"lateness_histogram": "not json"}) is None
+    assert lateness_histogram({}) is None
+
+
+def test_report_of_a_usage_error_still_renders(tmp_path):
+    report = write_report(tmp_path, Verdict.from_usage_error("no joint_states received"), None)
+    assert "no joint_states received" in report.html.read_text() and report.figures == ()
+
+
+@pytest.mark.skipif(chromium_path() is None, reason="chromium is not installed (.ci/run installs Debian's "
+                    "chromium package; apt-get install -y chromium)")
+def test_the_report_loads_in_a_real_browser(truth, tmp_path):
+    _, stamps, q, qd = truth
+    aliased = np.array([q[-1]] * len(stamps))  # a failing report: the fault must show in the page too
+    report = write_report(tmp_path, *run(truth, stamps, aliased, qd.copy()), diagnostics=DIAGNOSTICS)
+    with Browser() as browser:
+        browser.open(report.html)
+        images = browser.evaluate(
+            "Array.from(document.images).map(i => [i.getAttribute('src'), i.complete, i.naturalWidth])")
+        status = browser.evaluate("document.getElementById('verdict-status').textContent")
+        failed_figures = browser.evaluate("Array.from(document.querySelectorAll('figure.fail')).map(f => f.id)")
+        shot = browser.screenshot(tmp_path / "screenshot.png")
+    assert [src for src, _, _ in images] == images_of(report.html)
+    assert all(complete and width > 0 for _, complete, width in images), images
+    assert status == "FAIL" and "fig-positions" in failed_figures
+    png = cv2.imread(str(shot))
+    assert png is not None and png.shape[1] >= 1000 and png.shape[0] > 1500  # the whole page, not a viewport
+    assert png.std() > 10  # not a blank page
+    print(f"screenshot {shot} {png.shape[1]}x{png.shape[0]}")
+
+
+def test_the_demo_writes_the_report_from_its_bag_and_verdict(truth, tmp_path):
+    """robogym_demo's report step: the recorder's verdict.json and bag become report.html with
+    the camera contact sheet decoded from the bag's images."""
+    from robogym_ros.contract import CameraSpec, JointSpec, Spec
+    from robogym_ros.recorder.bagio import BagWriter
+    from robogym_ros.tools.demo import write_demo_report
+    physics, stamps, q, qd = truth
+    spec = Spec(joints=tuple(JointSpec(n) for n in physics.joint_names), control_dt_ns=physics.control_dt_ns,
+                physics_dt_ns=physics.physics_dt_ns, decimation=physics.decimation,
+                cameras=(CameraSpec("overhead", width=32, height=24, period_s=0.1),))
+    bag = tmp_path / "bag"
+    with BagWriter(bag) as writer:
+        writer.write_spec("/robogym_sim/spec", spec)
+        for k, s in enumerate(stamps):
+            writer.write_joint_state("/joint_states", int(s), physics.joint_names, q[k], qd[k])
+            writer.write_joint_state("/ground_truth/joint_states", int(s), physics.joint_names, q[k], qd[k])
+            if k % 10 == 0:
+                writer.write_image("/cameras/overhead/image_raw", int(s), 32, 24, np.full((24, 32, 3), k, np.uint8))
+    verdict, _ = run(truth, stamps, q.copy(), qd.copy())
+    (tmp_path / "verdict.json").write_text(verdict.to_json())
+    page = write_demo_report(bag, tmp_path / "verdict.json", tmp_path / "report")
+    text = page.read_text()
+    assert 'id="verdict-status">PASS<' in text and 'id="fig-cameras"' in text and 'id="fig-positions"' in text
+    assert_valid_pngs(page)
+    sheet = cv2.imread(str(tmp_path / "report" / "cameras.png"))
+    assert sheet is not None
+
+
+def test_frames_from_the_recorders_ring(tmp_path):
+    from robogym_ros.recorder.report import frames_from_ring
+    from robogym_ros.recorder.ring import ImageRing
+    ring = ImageRing(100, pixel_budget_bytes=10 * 32 * 24 * 3)
+    for k in range(20):  # only the newest 10 keep their pixels
+        ring.store(k * 10**8, 32, 24, 96, "rgb8", np.full((24, 32, 3), k, np.uint8).tobytes(), "overhead")
+    frames = frames_from_ring(ring)["overhead"]
+    assert [s for s, _ in frames] == [10 * 10**8, 15 * 10**8, 19 * 10**8]
+    assert frames[-1][1].shape == (24, 32, 3) and int(frames[-1][1][0, 0, 0]) == 19
