@@ -1,0 +1,138 @@
+"""Env steps per second of robogym_ros/Handover-v0 against the physics-only limit (figures only).
+
+    python bench/bench_env.py [--steps 1500] [--action-repeat 4] [--vector 1 2 4] [--ros-steps 200]
+
+physics only: raw ``mj_step`` x decimation x action_repeat per env step, on the same scene with
+the same held targets, no Python around it: what no env can beat, measured in this run.
+local single: ``gym.make`` (TimeLimit, order and passive checks included), random actions.
+local vector K: ``AsyncVectorEnv`` of K local envs; env steps/s = K x vector steps/s.
+ros lockstep: one ``robogym_sim`` (paused, cameras off) stepped through its services.
+Each figure is the median of --repeats runs; the physics and single-env rates are also given
+by this process's CPU time, which other load on the machine does not inflate. Targets (issue 9): local single >= 80 % of the
+physics-only limit; local vector K = 2 >= 1.6 x local single on 2 cores.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import time
+
+os.environ.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")  # DDS stays on this host
+os.environ.setdefault("ROS_DOMAIN_ID", str(1 + os.getpid() % 99))
+os.environ.setdefault("MUJOCO_GL", "egl")
+
+import gymnasium as gym  # noqa: E402
+import mujoco  # noqa: E402
+import numpy as np  # noqa: E402
+
+import robogym_ros.envs  # noqa: E402,F401  (registers the env)
+from robogym_ros.envs import ENV_ID  # noqa: E402
+from robogym_ros.envs.actions import ActionMap  # noqa: E402
+from robogym_ros.sim.physics import Physics, default_model_path  # noqa: E402
+
+PHYSICS_DT_S, DECIMATION = 0.002, 5
+
+
+def actions(n: int, k: int = 1, seed: int = 0) -> np.ndarray:
+    return np.random.default_rng(seed).uniform(-1, 1, (n, k, 12)).astype(np.float32)
+
+
+def physics_only(n: int, action_repeat: int) -> float:
+    physics = Physics(default_model_path(), PHYSICS_DT_S, DECIMATION, seed=0)
+    physics.reset()
+    m, d = physics.model, physics.data
+    lower, upper = zip(*((j.lower, j.upper) for j in physics.joints))
+    targets = [ActionMap(physics.joint_names, lower, upper, normalized=True).targets(a[0]) for a in actions(n)]
+    steps = DECIMATION * action_repeat
+    t0, c0 = time.perf_counter(), time.process_time()
+    for target in targets:
+        d.ctrl[:] = target  # the scene's actuators are exactly the 12 servos, in order
+        for _ in range(steps):
+            mujoco.mj_step(m, d)
+    return n / (time.perf_counter() - t0), n / (time.process_time() - c0)
+
+
+def local_single(n: int, action_repeat: int) -> float:
+    env = gym.make(ENV_ID, action_repeat=action_repeat, max_episode_steps=n + 1)
+    env.reset(seed=0)
+    acts = actions(n)
+    t0, c0 = time.perf_counter(), time.process_time()
+    for a in acts:
+        env.step(a[0])
+    rates = n / (time.perf_counter() - t0), n / (time.process_time() - c0)
+    env.close()
+    return rates
+
+
+def local_vector(n: int, k: int, action_repeat: int) -> float:
+    vec = gym.vector.AsyncVectorEnv(
+        [lambda: gym.make(ENV_ID, action_repeat=action_repeat, max_episode_steps=n + 1) for _ in range(k)])
+    vec.reset(seed=list(range(k)))
+    acts = actions(n // k, k)
+    t0 = time.perf_counter()
+    for a in acts:
+        vec.step(a)
+    rate = len(acts) * k / (time.perf_counter() - t0)
+    vec.close()
+    return rate
+
+
+def ros_lockstep(n: int, action_repeat: int) -> float:
+    from robogym_ros.envs.fleet import SimFleet
+    with SimFleet(1, prefix=f"bench_env_{os.getpid()}_", seed=0, start_paused=True, camera_period_s=0.0) as fleet:
+        try:
+            env = gym.make(ENV_ID, mode="ros_lockstep", namespace=fleet.namespaces[0],
+                           action_repeat=action_repeat, max_episode_steps=n + 1)
+        except RuntimeError as exc:
+            raise SystemExit(f"{exc}\nsims that died: {fleet.dead()}") from None
+        env.reset(seed=0)
+        acts = actions(n)
+        t0 = time.perf_counter()
+        for a in acts:
+            env.step(a[0])
+        rate = n / (time.perf_counter() - t0)
+        env.close()
+    return rate
+
+
+def median_of(repeats: int, f, *args):
+    """Median of each figure over ``repeats`` runs (a run gives one figure or a tuple of them)."""
+    runs = [f(*args) for _ in range(repeats)]
+    if isinstance(runs[0], tuple):
+        return tuple(statistics.median(r[i] for r in runs) for i in range(len(runs[0])))
+    return statistics.median(runs)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--steps", type=int, default=1500, help="env steps per local measurement")
+    ap.add_argument("--action-repeat", type=int, nargs="+", default=[4, 1],
+                    help="control ticks per env step (4 is the env's default)")
+    ap.add_argument("--vector", type=int, nargs="+", default=[1, 2, 4], help="K of the vector envs")
+    ap.add_argument("--ros-steps", type=int, default=200, help="env steps over ROS (0 = skip)")
+    ap.add_argument("--repeats", type=int, default=3)
+    args = ap.parse_args()
+    print(f"cores: {os.cpu_count()}, load average {os.getloadavg()[0]:.2f}; env steps/s, median of "
+          f"{args.repeats}")
+    for ar in args.action_repeat:
+        limit, limit_cpu = median_of(args.repeats, physics_only, args.steps, ar)
+        single, single_cpu = median_of(args.repeats, local_single, args.steps, ar)
+        rows = [("physics only (mj_step x decimation x action_repeat)", limit),
+                ("local single (gym.make)", single)]
+        rows += [(f"local vector K = {k} (AsyncVectorEnv)", median_of(args.repeats, local_vector, args.steps, k, ar))
+                 for k in args.vector]
+        if args.ros_steps:
+            rows.append(("ros lockstep (1 sim)", median_of(1, ros_lockstep, args.ros_steps, ar)))
+        print(f"\naction_repeat {ar} ({ar * DECIMATION} physics steps of {PHYSICS_DT_S * 1e3:g} ms per env step)")
+        print(f"  {'':55s} {'steps/s':>9s} {'/ physics':>10s} {'/ single':>9s}")
+        for name, rate in rows:
+            print(f"  {name:55s} {rate:9.0f} {rate / limit:9.0%} {rate / single:8.2f}x")
+        # CPU time of this process: what other load on the machine does not inflate.
+        print(f"  by CPU time: physics only {limit_cpu:.0f}/s, local single {single_cpu:.0f}/s "
+              f"= {single_cpu / limit_cpu:.0%} of the limit")
+    print(f"load average at the end {os.getloadavg()[0]:.2f}")
+
+
+if __name__ == "__main__":
+    main()

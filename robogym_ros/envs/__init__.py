@@ -1,0 +1,23 @@
+"""Gymnasium env of the handover, its HER relabeller and replay helper.
+
+Importing this package registers ``robogym_ros/Handover-v0`` (TimeLimit of
+``DEFAULT_MAX_EPISODE_STEPS``); it imports neither rclpy nor any GL library::
+
+    import gymnasium as gym
+    import robogym_ros.envs  # noqa: F401  (registers the env)
+    env = gym.make("robogym_ros/Handover-v0")
+"""
+from __future__ import annotations
+
+import gymnasium
+
+from robogym_ros.envs.handover import DEFAULT_MAX_EPISODE_STEPS, MODES, HandoverEnv
+from robogym_ros.envs.her import STRATEGIES, HerReplay, relabel
+
+ENV_ID = "robogym_ros/Handover-v0"
+
+if ENV_ID not in gymnasium.registry:
+    gymnasium.register(id=ENV_ID, entry_point="robogym_ros.envs.handover:HandoverEnv",
+                       max_episode_steps=DEFAULT_MAX_EPISODE_STEPS)
+
+__all__ = ["ENV_ID", "MODES", "DEFAULT_MAX_EPISODE_STEPS", "HandoverEnv", "STRATEGIES", "HerReplay", "relabel"]
