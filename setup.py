@@ -11,6 +11,7 @@ STANDALONE = [
     "ros-rclpy", "ros-sensor-msgs", "ros-std-srvs", "ros-std-msgs", "ros-rosgraph-msgs",
     "ros-diagnostic-msgs", "ros-geometry-msgs", "ros-trajectory-msgs", "ros-rmw-fastrtps-cpp",
     "mujoco>=3.2", "numpy", "opencv-python-headless", "rosbags>=0.10", "matplotlib",
+    "mcap",  # the recorder reads an mcap cut short (a recording killed while writing) with it
 ]
 # The Gymnasium env (robogym_ros.envs). No torch: a learner is the user's choice.
 ENV = ["gymnasium>=1.4", "gymnasium-robotics>=1.4"]

@@ -137,7 +137,8 @@ class FaultyPublisher:
 class RecorderRun:
     """``python -m robogym_ros.recorder_node ...`` as a real process, output to a file."""
 
-    def __init__(self, tmp_path: Path, *args: str, ns: str | None = None, module_code: str | None = None):
+    def __init__(self, tmp_path: Path, *args: str, ns: str | None = None, module_code: str | None = None,
+                 **popen):
         self.json_path = tmp_path / f"verdict_{next(_ns)}.json"
         self.log_path = tmp_path / f"recorder_{next(_ns)}.log"
         argv = list(args) + ["--json", str(self.json_path)]
@@ -148,7 +149,7 @@ class RecorderRun:
         env = dict(os.environ, PYTHONPATH=os.pathsep.join(
             [str(ROOT), str(ROOT / "test"), os.environ.get("PYTHONPATH", "")]))
         self.log = open(self.log_path, "w")
-        self.proc = subprocess.Popen(head + argv, stdout=self.log, stderr=subprocess.STDOUT, env=env)
+        self.proc = subprocess.Popen(head + argv, stdout=self.log, stderr=subprocess.STDOUT, env=env, **popen)
 
     def output(self) -> str:
         self.log.flush()
@@ -367,7 +368,7 @@ def test_fault_in_joint_states_is_found_and_named(ros, physics_ticks, tmp_path, 
 @pytest.mark.parametrize("n", [4, 8])
 def test_publisher_that_reuses_one_message_keeps_aliases_but_the_recorder_gets_copies(
         ros, physics_ticks, tmp_path, n):
-    """FIELD_NOTES section 3: one JointState mutated and published n times, kept in a list.
+    """One JointState mutated and published n times, kept in a list (rclpy copies on publish).
 
     Joint 0 moves 0.25 rad per tick, dt 0.125 s (2 rad/s). The publisher's own list ends
     with every slot equal to the last value (oldest-slot error 0.25 * (n - 1)); what the
@@ -435,7 +436,7 @@ def test_publisher_that_reuses_one_message_keeps_aliases_but_the_recorder_gets_c
     assert [f.code for f in own["aliasing"].findings] == ["every_slot_newest"]
     assert [f.code for f in own["buffer_audit"].findings] == ["same_object"]
     fd = own["velocity_fd"]
-    assert [f.code for f in fd.findings] == ["FD velocity_zero"]
+    assert [f.code for f in fd.findings] == ["fd_velocity_zero"]
     assert fd.figures["estimate_mean"] == 0.0  # finite-difference velocity 2 rad/s becomes 0
     assert fd.figures["gain_range"] == [0.0, 0.0]
 
@@ -663,19 +664,44 @@ def test_bag_that_does_not_exist(tmp_path):
 
 
 @pytest.mark.parametrize("given", ["directory", "mcap_file"])
-def test_truncated_bag(clean_recording, tmp_path, given):
+def test_truncated_bag_is_recovered_up_to_the_cut(clean_recording, tmp_path, given):
+    """A bag whose summary was never written (the recorder killed while closing it) is checked
+    from its complete chunks, and says so; cut inside its only chunk, nothing can be read."""
     _, _, _, bag = clean_recording
     cut = tmp_path / "cut"
     shutil.copytree(bag, cut)
     (mcap,) = cut.glob("*.mcap")
     size = mcap.stat().st_size
     with open(mcap, "r+b") as f:
-        f.truncate(size // 2)
+        f.truncate(size - 200)  # the summary and footer: the chunk with every message is whole
     target = cut if given == "directory" else mcap
     rc, out, verdict = recorder(tmp_path, "--bag", str(target))
     assert_no_traceback(out)
+    assert rc == 0, out
+    assert f"{target} is truncated" in out and "recovered" in out
+    assert "joint_states 200" in out and "the checks cannot see the end of the recording" in out, out
+    assert verdict["status"] == "pass" and verdict["notes"][0].startswith(f"{target} is truncated")
+    assert check(verdict, "tick_grid")["figures"]["n_received"] == N_STREAM
+
+    with open(mcap, "r+b") as f:
+        f.truncate(size // 2)  # inside the only chunk (1 MiB chunks; this bag is smaller)
+    rc, out, verdict = recorder(tmp_path, "--bag", str(target))
+    assert_no_traceback(out)
+    assert rc == 2 and "recovered no message either" in out, out
+
+
+def test_unreadable_bag_keeps_its_clear_usage_error(clean_recording, tmp_path):
+    _, _, _, bag = clean_recording
+    cut = tmp_path / "cut"
+    shutil.copytree(bag, cut)
+    (mcap,) = cut.glob("*.mcap")
+    data = bytearray(mcap.read_bytes())
+    mcap.write_bytes(b"\xff" * 64 + bytes(data[64:len(data) // 2]))  # no magic, cut short
+    rc, out, verdict = recorder(tmp_path, "--bag", str(cut))
+    assert_no_traceback(out)
     assert rc == 2, out
-    assert f"cannot read bag {target}" in out and "the file is truncated or corrupt" in out
+    assert f"cannot read bag {cut}" in out and "the file is truncated or corrupt" in out
+    assert "recovered no message either" in out
     assert verdict["status"] == "usage_error"
 
 

@@ -13,7 +13,7 @@ DT_NS = 10_000_000
 
 
 def test_store_copies_a_mutated_array():
-    # FIELD_NOTES section 3: the sender mutates one array; the ring must keep every value.
+    # The sender mutates one array; the ring must keep every value.
     ring = Ring(4, 1)
     q = np.zeros(1)
     for n in range(1, 5):

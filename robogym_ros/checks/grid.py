@@ -5,8 +5,8 @@ from typing import Any
 
 import numpy as np
 
-from .results import (DUPLICATE, LIST_LIMIT, NEW, REORDERED, RESTART, CheckResult, Finding, _capped, _fmt_list,
-                      _stamps, fmt_s)
+from .results import (DUPLICATE, LIST_LIMIT, NEW, REORDERED, RESTART, CheckResult, Finding, _capped, _dt_ns,
+                      _fmt_list, _stamps, fmt_s)
 
 
 def classify_stamps(stamps_ns: Any, control_dt_ns: int, *,
@@ -20,9 +20,7 @@ def classify_stamps(stamps_ns: Any, control_dt_ns: int, *,
     followed straight away by one beyond the previous maximum was only late.
     """
     stamps = _stamps(stamps_ns)
-    dt = int(control_dt_ns)
-    if dt <= 0:
-        raise ValueError(f"control_dt_ns must be positive, got {control_dt_ns}")
+    dt = _dt_ns(control_dt_ns)
     window_ns = reorder_window_ticks * dt
     kinds = np.zeros(len(stamps), dtype=np.int8)
     segments = np.zeros(len(stamps), dtype=np.int64)
@@ -59,7 +57,7 @@ def check_tick_grid(stamps_ns: Any, control_dt_ns: int, *, reorder_window_ticks:
                     name: str = "tick_grid") -> CheckResult:
     """Account for every tick between the first and last stamp of each run of the sim."""
     stamps = _stamps(stamps_ns)
-    dt = int(control_dt_ns)
+    dt = _dt_ns(control_dt_ns)
     if len(stamps) == 0:
         return CheckResult(name, "no stamps received", {"n_received": 0}, no_data=True)
     kinds, segments = classify_stamps(stamps, dt, reorder_window_ticks=reorder_window_ticks)

@@ -1,25 +1,66 @@
-"""Image checks: size, step and data length agree; stamps on the tick grid and on a joint tick."""
+"""Image checks: size, step and data length agree; stamps on the tick grid and on a joint tick;
+and every frame due accounted for (received, skipped by the sim, or lost: robogym_ros.checks.frames)."""
 from __future__ import annotations
 
 from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from .results import BYTES_PER_PIXEL, CheckResult, Finding, ImageMeta, _capped, _stamps, fmt_s
+from .frames import FrameSchedule, account_frames, frames_summary
+from .results import BYTES_PER_PIXEL, CheckResult, Finding, ImageMeta, _capped, _dt_ns, _stamps, fmt_s
 
 
 def check_images(images: Sequence[ImageMeta], control_dt_ns: int, *, joint_stamps_ns: Any = None,
                  expected_sizes: Mapping[str, tuple[int, int]] | None = None,
-                 periods_ns: Mapping[str, int] | None = None, name: str = "images") -> CheckResult:
-    """Size, step and data length agree; stamps on the tick grid and on a received joint tick.
+                 periods_ns: Mapping[str, int] | None = None,
+                 schedules: Sequence[FrameSchedule] | None = None,
+                 received_ns: Mapping[str, Any] | None = None,
+                 skipped_ns: Mapping[str, Any] | None = None, skips_reported: bool | None = None,
+                 name: str = "images") -> CheckResult:
+    """Each image well-formed and on a received tick; every frame due accounted for.
 
-    ``expected_sizes`` maps camera -> (width, height) and ``periods_ns`` camera -> period,
-    both as the spec gives them; cameras missing from a mapping skip that part.
+    Reference for the frames: the sim's camera clock (robogym_ros.checks.frames), a frame
+    due at the first tick at or after each multiple of the camera period. ``schedules``
+    say which stretches to account for (the recorder builds them from the spec, live
+    period changes included); without them, ``periods_ns`` (camera -> period) accounts for
+    the stretch from each camera's first to its last image. ``skipped_ns`` (camera ->
+    stamps the sim reported skipped) tells skipped frames from lost ones; without it a
+    missing frame is counted as unattributed, not failed. ``received_ns`` (camera -> every
+    frame stamp received) defaults to the images given. ``expected_sizes`` maps camera ->
+    (width, height) as the spec gives them.
     """
-    dt = int(control_dt_ns)
+    dt = _dt_ns(control_dt_ns)
     if not images:
         return CheckResult(name, "no images", {"n_images": 0}, no_data=True)
     joint_ticks = None if joint_stamps_ns is None else set(_stamps(joint_stamps_ns, "joint_stamps_ns").tolist())
+    findings, counts, per_camera = _validity(images, dt, joint_ticks, expected_sizes)
+    if received_ns is None:
+        received_ns = per_camera
+    if schedules is None and periods_ns:
+        schedules = [FrameSchedule(cam, int(periods_ns[cam]), min(st), max(st))
+                     for cam, st in per_camera.items() if periods_ns.get(cam)]
+    figures: dict[str, Any] = {"n_images": len(images), "per_camera": {c: len(s) for c, s in per_camera.items()},
+                               "period_ns": {c: _median_period(s) for c, s in per_camera.items()},
+                               **{f"n_{k}": v for k, v in counts.items()}}
+    summary = (f"{len(images)} images from {len(per_camera)} cameras; bad step {counts['image_step']}, "
+               f"bad length {counts['image_data_len']}, off-grid {counts['image_off_grid']}, no joint tick "
+               f"{counts['image_unmatched_tick']}")
+    if schedules:
+        reported = skipped_ns is not None if skips_reported is None else skips_reported
+        frame_figures, frame_findings = account_frames(schedules, received_ns, skipped_ns or {}, dt,
+                                                       skips_reported=reported)
+        figures.update(frame_figures)
+        findings.extend(frame_findings)
+        summary += "; " + frames_summary(frame_figures)
+    return CheckResult(name, summary, figures, tuple(findings))
+
+
+def _median_period(stamps: Sequence[int]) -> int | None:
+    diffs = np.diff(np.sort(np.array(stamps, np.int64)))
+    return int(np.median(diffs)) if len(diffs) else None
+
+
+def _validity(images, dt, joint_ticks, expected_sizes):
     bad: dict[str, list[tuple[int, str]]] = {k: [] for k in
                                              ("image_step", "image_data_len", "image_size", "image_encoding",
                                               "image_off_grid", "image_unmatched_tick")}
@@ -29,7 +70,7 @@ def check_images(images: Sequence[ImageMeta], control_dt_ns: int, *, joint_stamp
         per_camera.setdefault(cam, []).append(int(im.stamp_ns))
         bpp = BYTES_PER_PIXEL.get(im.encoding)
         if bpp is None:
-            bad["image_encoding"].append((im.stamp_ns, f"{cam}: unknown encoding {im.encoding!r}"))
+            bad["image_encoding"].append((im.stamp_ns, f"{cam}: unknown encoding {im.encoding[:40]!r}"))
         elif im.step != im.width * bpp:
             bad["image_step"].append((im.stamp_ns, f"{cam}: step {im.step} != width*{bpp} = {im.width * bpp} "
                                                    f"({im.encoding})"))
@@ -52,18 +93,4 @@ def check_images(images: Sequence[ImageMeta], control_dt_ns: int, *, joint_stamp
             findings.append(Finding(code, f"{len(items)} of {len(images)} images: {items[0][1]}"
                                     + (f" (and {len(items) - 1} more)" if len(items) > 1 else ""),
                                     {"n_images": len(items), "stamps_ns": _capped(s for s, _ in items)}))
-    periods = {}
-    for cam, stamps in per_camera.items():
-        diffs = np.diff(np.sort(np.array(stamps, np.int64)))
-        periods[cam] = int(np.median(diffs)) if len(diffs) else None
-        want = (periods_ns or {}).get(cam)
-        if want is not None and periods[cam] is not None and periods[cam] != int(want):
-            findings.append(Finding("image_period", (
-                f"{cam}: median image period {periods[cam] / 1e6:g} ms != {int(want) / 1e6:g} ms from the spec"),
-                {"camera": cam, "period_ns": periods[cam], "expected_period_ns": int(want)}))
-    figures = {"n_images": len(images), "per_camera": {c: len(s) for c, s in per_camera.items()},
-               "period_ns": periods, **{f"n_{k}": len(v) for k, v in bad.items()}}
-    summary = (f"{len(images)} images from {len(per_camera)} cameras; bad step {len(bad['image_step'])}, "
-               f"bad length {len(bad['image_data_len'])}, off-grid {len(bad['image_off_grid'])}, no joint tick "
-               f"{len(bad['image_unmatched_tick'])}")
-    return CheckResult(name, summary, figures, tuple(findings))
+    return findings, {k: len(v) for k, v in bad.items()}, per_camera

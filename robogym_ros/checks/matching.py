@@ -6,7 +6,7 @@ from typing import Any
 import numpy as np
 
 from .grid import classify_stamps
-from .results import _rows, _stamps
+from .results import _dt_ns, _rows, _stamps
 
 
 def match_by_stamp(stamps_ns: Any, true_stamps_ns: Any, *, control_dt_ns: int | None = None) -> np.ndarray:
@@ -30,11 +30,18 @@ def match_by_stamp(stamps_ns: Any, true_stamps_ns: Any, *, control_dt_ns: int | 
 
 
 def _matched(stamps, values, true_stamps, true_values, control_dt_ns, what="positions"):
+    """Stamps, values, truth and the truth row of each slot (-1: none), every argument checked."""
     stamps = _stamps(stamps)
-    values = _rows(values, len(stamps), what)
     true_stamps = _stamps(true_stamps, "true_stamps_ns")
     true_values = _rows(true_values, len(true_stamps), f"true_{what}")
-    if values.shape[1] != true_values.shape[1]:
-        raise ValueError(f"{what} have {values.shape[1]} columns, truth has {true_values.shape[1]}")
+    if len(stamps) == 0:
+        values = np.zeros((0, true_values.shape[1]))  # an empty buffer: no data, not an error
+    else:
+        values = _rows(values, len(stamps), what)
+    if len(true_stamps) and values.shape[1] != true_values.shape[1]:
+        raise ValueError(f"{what} have {values.shape[1]} columns (joints), true_{what} have "
+                         f"{true_values.shape[1]}: give both the same joints in the same order")
+    if control_dt_ns is not None:
+        control_dt_ns = _dt_ns(control_dt_ns)
     idx = match_by_stamp(stamps, true_stamps, control_dt_ns=control_dt_ns)
     return stamps, values, true_values, idx

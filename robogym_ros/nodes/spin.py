@@ -98,4 +98,7 @@ def run_node(make_node: Callable[[], StoppableNode], args=None, *, errors: tuple
                 node.destroy_node()
         finally:
             rclpy.try_shutdown()
+            # A late second signal must not turn a finished run into exit -2 at interpreter exit.
+            for sig in (signal.SIGINT, signal.SIGTERM):
+                signal.signal(sig, signal.SIG_IGN)
     return code

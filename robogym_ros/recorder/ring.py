@@ -1,7 +1,7 @@
 """Preallocated ring buffers that copy on store (the subscriber-callback side of the audit).
 
 A buffer that appends what it is handed keeps references: every slot ends up equal to
-the last value (FIELD_NOTES section 3). These rings own their memory, copy every value in,
+the last value. These rings own their memory, copy every value in,
 take a digest at store time so later mutation shows, and never grow: when full, the
 oldest slot is overwritten and counted.
 """
@@ -32,6 +32,24 @@ def _f64_bytes(values: Any, n: int, what: str) -> bytes:
     if arr.shape != (n,):
         raise ValueError(f"{what} has {len(values)} values, ring holds {n} joints")
     return arr.tobytes()
+
+
+_DIGEST_SLOT_BYTES = 8 + 33 + DIGEST_SIZE  # list pointer + a bytes object holding the digest
+IMAGE_SLOT_BYTES = 400  # an ImageMeta with its digest, and the list pointer
+
+
+def ring_bytes(capacity: int, n_joints: int) -> int:
+    """Memory one joint-state Ring of this size takes (payload, stamps, digests)."""
+    return capacity * (3 * n_joints * _F64.itemsize + 8 + _DIGEST_SLOT_BYTES)
+
+
+def recording_bytes(capacity: int, n_joints: int, keep_pixels_mb: float = 0.0, image_capacity: int = 10_000) -> int:
+    """Memory the recorder's rings take: joint states and truth, image metadata, kept pixels.
+
+    The stamps of every message received (8 bytes each) grow on top, with the recording.
+    """
+    return (2 * ring_bytes(capacity, n_joints) + image_capacity * IMAGE_SLOT_BYTES
+            + int(keep_pixels_mb * 2 ** 20))
 
 
 @dataclass(frozen=True)

@@ -19,14 +19,18 @@ EXIT_PASS, EXIT_FAIL, EXIT_USAGE = 0, 1, 2
 
 class Verdict:
     def __init__(self, results: Iterable[CheckResult], *, title: str = "robogym_ros verdict",
-                 usage_error: str | None = None):
+                 usage_error: str | None = None, notes: Iterable[str] = ()):
         self.results = list(results)
         self.title = title
         self.usage_error = usage_error
+        # What the checks saw of the data and what they could not see (a ring that overwrote,
+        # a recovered bag): printed under the head line, so a PASS never hides its window.
+        self.notes = list(notes)
 
     @classmethod
-    def from_usage_error(cls, message: str, *, title: str = "robogym_ros verdict") -> "Verdict":
-        return cls([], title=title, usage_error=message)
+    def from_usage_error(cls, message: str, *, title: str = "robogym_ros verdict",
+                         notes: Iterable[str] = ()) -> "Verdict":
+        return cls([], title=title, usage_error=message, notes=notes)
 
     @property
     def status(self) -> str:
@@ -53,11 +57,12 @@ class Verdict:
     def table(self) -> str:
         n_fail = sum(r.status == "fail" for r in self.results)
         head = f"{self.title}: {self.status.upper().replace('_', ' ')} (exit {self.exit_code})"
+        notes = [f"  note: {n}" for n in self.notes]
         if self.usage_error is not None:
-            return f"{head}\n  {self.usage_error}"
+            return "\n".join([head, f"  {self.usage_error}", *notes])
         head += f" -- {len(self.findings)} findings in {n_fail} of {len(self.results)} checks"
         width = max([len(r.name) for r in self.results] + [5])
-        lines = [head, f"  {'CHECK'.ljust(width)}  STATUS   FIGURES"]
+        lines = [head, *notes, f"  {'CHECK'.ljust(width)}  STATUS   FIGURES"]
         for r in self.results:
             status = r.status if r.status == "pass" else r.status.upper()
             lines.append(f"  {r.name.ljust(width)}  {status:<7}  {r.summary}")
@@ -78,6 +83,7 @@ class Verdict:
             "status": self.status,
             "exit_code": self.exit_code,
             "usage_error": self.usage_error,
+            "notes": list(self.notes),
             "checks": [{"name": r.name, "status": r.status, "summary": r.summary, "figures": dict(r.figures),
                         "findings": [{"code": f.code, "message": f.message, "figures": dict(f.figures)}
                                      for f in r.findings]} for r in self.results],
@@ -89,7 +95,7 @@ class Verdict:
 
 
 def _slot_table(r: CheckResult) -> list[str]:
-    """The FIELD_NOTES section 3 layout: per slot true, stored, error; oldest first."""
+    """The aliasing table: per slot true, stored, error; oldest first (where aliasing shows)."""
     f = r.figures
     rows = f["slot_table"]
     out = [f"{r.name}: joint {f['slot_table_joint']}, oldest slot first",
