@@ -31,6 +31,8 @@ def build_spec(node, description: Description, *, model_path: str, real_time_fac
                                     contract.COMMAND_QOS),
             "clock": topic(contract.CLOCK, "rosgraph_msgs/msg/Clock", period_s, contract.CLOCK_QOS),
             "state": topic(contract.STATE_TOPIC, "std_msgs/msg/String", None, contract.STATE_QOS),
+            **({"camera_skips": topic(contract.CAMERA_SKIPS_TOPIC, "std_msgs/msg/Header", None,
+                                      contract.STREAM_QOS)} if cameras else {}),
             **(extra_topics or {}),
         },
         cameras=tuple(cameras),
