@@ -8,8 +8,8 @@ local single: ``gym.make`` (TimeLimit, order and passive checks included), rando
 local vector K: ``AsyncVectorEnv`` of K local envs; env steps/s = K x vector steps/s.
 ros lockstep: one ``robogym_sim`` (paused, cameras off) stepped through its services.
 Each figure is the median of --repeats runs; the physics and single-env rates are also given
-by this process's CPU time, which other load on the machine does not inflate. Targets (issue 9): local single >= 80 % of the
-physics-only limit; local vector K = 2 >= 1.6 x local single on 2 cores.
+by this process's CPU time, which other load on the machine does not inflate.
+Targets (issue 9): local single >= 80 % of the physics-only limit; local vector K = 2 >= 1.6 x local single on 2 cores.
 """
 from __future__ import annotations
 

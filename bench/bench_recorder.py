@@ -281,7 +281,7 @@ def e2e(tmp: Path, rate: float, windows: int, window_s: float) -> dict:
     pub = start_publisher(ns, rate, n_pub, False, tmp / "pub_e2e.log")
     results: dict = {}
     try:
-        for phase, raw, configs in phases:
+        for _phase, raw, configs in phases:
             samples: dict[str, list[int]] = {name: [] for name, _ in configs}
             active = {"cb": configs[0][1], "samples": samples[configs[0][0]]}
             clock = time.thread_time_ns
@@ -329,8 +329,9 @@ def e2e(tmp: Path, rate: float, windows: int, window_s: float) -> dict:
 
 def bag_throughput(tmp: Path, repeats: int) -> list[dict]:
     from rosbags.rosbag2 import StoragePlugin, Writer
-    from robogym_ros.recorder.bagio import TYPESTORE, BagWriter, IMAGE, JOINT_STATE, _qos
     from rosbags.typesys import get_typestore
+
+    from robogym_ros.recorder.bagio import IMAGE, JOINT_STATE, TYPESTORE, BagWriter, _qos
 
     typestore = get_typestore(TYPESTORE)
     dt_ns = 10_000_000

@@ -7,12 +7,12 @@ Then, in Python: ``gym.make("robogym_ros/Handover-v0", mode="ros_lockstep", name
 Every parameter of robogym_ros.params is a launch argument, as in sim.launch.py; left empty it
 passes nothing (the params file decides), except the seed, which each sim offsets by its index.
 """
-from launch import LaunchDescription
 from launch.actions import DeclareLaunchArgument, OpaqueFunction
 from launch.substitutions import LaunchConfiguration, PathJoinSubstitution
 from launch_ros.actions import Node
 from launch_ros.substitutions import FindPackageShare
 
+from launch import LaunchDescription
 from robogym_ros.params import SIM, SIM_PARAMS
 
 FROM_PARAMS_FILE = ""  # a parameter argument left at this passes nothing on

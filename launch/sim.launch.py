@@ -15,13 +15,13 @@ in one ROS domain share frame names: give each its own ROS_DOMAIN_ID.
 from pathlib import Path
 
 import yaml
-from launch import LaunchDescription
 from launch.actions import DeclareLaunchArgument, OpaqueFunction
 from launch.substitutions import LaunchConfiguration, PathJoinSubstitution
 from launch_ros.actions import Node
 from launch_ros.parameter_descriptions import ParameterValue
 from launch_ros.substitutions import FindPackageShare
 
+from launch import LaunchDescription
 from robogym_ros.params import SIM_PARAMS
 from robogym_ros.sim.urdf import robot_urdf_of_parameters
 from robogym_ros.tools.rviz import RVIZ_CONFIG, namespace_remappings

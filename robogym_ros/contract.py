@@ -76,6 +76,8 @@ def header_stamp_ns(msg: Any) -> int:
 # --- QoS, described without rclpy (nodes/qos.py turns these into QoSProfiles) ---------------
 @dataclass(frozen=True)
 class QosSpec:
+    """A QoS profile described without rclpy (nodes/qos.py makes the QoSProfile)."""
+
     depth: int
     reliability: str = "reliable"
     durability: str = "volatile"
@@ -129,6 +131,8 @@ class RunState:
 # --- the spec --------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class JointSpec:
+    """A commandable joint: its name, kind, target range and unit."""
+
     name: str
     kind: str = "hinge"  # "hinge" | "slide"
     lower: float = -math.inf  # target range
@@ -138,6 +142,8 @@ class JointSpec:
 
 @dataclass(frozen=True)
 class TopicSpec:
+    """A topic the sim offers: resolved name, message type, period in sim seconds, QoS."""
+
     name: str
     type: str
     period_s: float | None = None  # sim seconds; None for topics without a rate
@@ -146,6 +152,8 @@ class TopicSpec:
 
 @dataclass(frozen=True)
 class CameraSpec:
+    """A camera: its topics, image size and encoding, frame period, and lens (K, D, P)."""
+
     name: str
     image_topic: str = ""
     info_topic: str = ""

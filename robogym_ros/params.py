@@ -20,6 +20,8 @@ DEFAULT_CAMERAS = ("left_wrist", "right_wrist", "overhead")
 
 @dataclass(frozen=True)
 class Param:
+    """One parameter of the sim, defined once: every other place is derived from this."""
+
     name: str
     default: Any  # its Python type is the parameter's type (float, int, bool, str, tuple of str)
     unit: str  # "" for unitless

@@ -39,3 +39,17 @@ def make_sim(ros, tmp_path):
     for sim, obs in started:
         obs.close()
         assert sim.stop() == 0, sim.output()
+
+
+@pytest.fixture(scope="session")
+def long_ticks():
+    """900 real ticks (9 s of sim time) of the scripted motion, decimation 5."""
+    from robogym_ros.sim.physics import Physics, default_model_path
+    from robogym_ros.sim.trajectory import targets_at
+    physics = Physics(default_model_path(), 0.002, 5, seed=0)
+    ticks = []
+    for k in range(900):
+        physics.set_targets(targets_at(k * physics.control_dt_s))
+        assert not physics.step_tick()
+        ticks.append(physics.snapshot())
+    return physics, ticks

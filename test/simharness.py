@@ -40,7 +40,8 @@ class SimProcessUnderTest:
     def __init__(self, namespace: str, log_dir=None, **params):
         args = [sys.executable, "-m", "robogym_ros.nodes.sim_node", "--ros-args", "-r", f"__ns:=/{namespace}"]
         for k, v in params.items():
-            args += ["-p", f"{k}:={json.dumps(v) if isinstance(v, str) else str(v).lower() if isinstance(v, bool) else v}"]
+            text = json.dumps(v) if isinstance(v, str) else str(v).lower() if isinstance(v, bool) else v
+            args += ["-p", f"{k}:={text}"]
         log_dir = log_dir or tempfile.gettempdir()
         self.log = open(os.path.join(log_dir, f"sim_{namespace}.log"), "w+")
         self.proc = subprocess.Popen(args, stdout=self.log, stderr=subprocess.STDOUT)

@@ -7,9 +7,9 @@ from mcap.reader import make_reader
 from mcap_ros2.decoder import DecoderFactory
 
 from robogym_ros import contract
+from robogym_ros.checks import audit_stream, check_images, digest
 from robogym_ros.contract import CameraSpec, JointSpec, Spec, TopicSpec
 from robogym_ros.recorder.bagio import BagError, BagWriter, read_bag
-from robogym_ros.checks import audit_stream, check_images, digest
 from robogym_ros.recorder.verdict import EXIT_FAIL, EXIT_PASS, Verdict
 
 DT_NS = 10_000_000

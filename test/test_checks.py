@@ -8,9 +8,21 @@ import numpy as np
 import pytest
 
 from robogym_ros import checks
-from robogym_ros.checks import (ImageMeta, audit_buffers, audit_observations, audit_stream, check_aliasing,
-                                check_fd_velocity, check_images, check_reported_velocity, check_slot_error,
-                                check_stale_payload, check_tick_grid, classify_stamps, digest)
+from robogym_ros.checks import (
+    ImageMeta,
+    audit_buffers,
+    audit_observations,
+    audit_stream,
+    check_aliasing,
+    check_fd_velocity,
+    check_images,
+    check_reported_velocity,
+    check_slot_error,
+    check_stale_payload,
+    check_tick_grid,
+    classify_stamps,
+    digest,
+)
 from robogym_ros.recorder.verdict import EXIT_FAIL, EXIT_PASS, EXIT_USAGE, Verdict
 
 DT_NS = 10_000_000  # 100 Hz control
@@ -149,7 +161,7 @@ def test_fd_like_with_like_has_no_error_on_fast_smooth_motion():
 def test_views_are_caught_by_shared_memory():
     src = np.zeros(N_JOINTS)
     views = []
-    for k in range(5):
+    for _ in range(5):
         src += 0.1
         views.append(src[:])  # a new object every time, same memory
     r = audit_buffers(views, received=[src])

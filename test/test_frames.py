@@ -14,8 +14,14 @@ import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
 from robogym_ros.contract import POSE_LAYOUT, WORLD_FRAME, optical_frame  # noqa: E402
-from robogym_ros.sim.frames import (MJ_CAMERA_FROM_OPTICAL, SceneFrames, Transform,  # noqa: E402
-                                    camera_optical_frames, camera_pose_optical, object_transforms)
+from robogym_ros.sim.frames import (  # noqa: E402
+    MJ_CAMERA_FROM_OPTICAL,
+    SceneFrames,
+    Transform,
+    camera_optical_frames,
+    camera_pose_optical,
+    object_transforms,
+)
 from robogym_ros.sim.physics import Physics, default_model_path  # noqa: E402
 
 CAMERAS = ("left_wrist", "right_wrist", "overhead")

@@ -26,15 +26,13 @@ from sensor_msgs.msg import JointState
 from simharness import SimProcessUnderTest, new_namespace
 from std_msgs.msg import String
 
-from robogym_ros import checks
-from robogym_ros.nodes import messages
-from robogym_ros import contract
+from robogym_ros import checks, contract
 from robogym_ros.contract import JointSpec, Spec, TopicSpec
-from robogym_ros.nodes import qos
+from robogym_ros.nodes import messages, qos
 from robogym_ros.recorder.bagio import BagWriter, read_bag
-from robogym_ros.sim.physics import Physics, default_model_path
 from robogym_ros.recorder.recording import Recording
 from robogym_ros.recorder.ring import Ring, RingSnapshot
+from robogym_ros.sim.physics import Physics, default_model_path
 from robogym_ros.sim.trajectory import targets_at
 
 ROOT = Path(__file__).parents[1]
@@ -171,7 +169,7 @@ class RecorderRun:
                 self.proc.wait(10)
             finally:
                 self.stop()
-            raise AssertionError(f"recorder did not finish in {timeout_s} s:\n{self.log_path.read_text()}")
+            raise AssertionError(f"recorder did not finish in {timeout_s} s:\n{self.log_path.read_text()}") from None
         self.log.close()
         out = self.log_path.read_text()
         verdict = json.loads(self.json_path.read_text()) if self.json_path.exists() else None

@@ -6,11 +6,10 @@ import subprocess
 import sys
 
 import pytest
+from test_recorder import RecorderRun, assert_no_traceback, fresh_ns, make_spec
+from test_recorder_faults import StandInSim
 
 from robogym_ros.nodes.recorder_node import available_memory_bytes
-from test_recorder import assert_no_traceback, fresh_ns, make_spec
-from test_recorder_faults import StandInSim, long_ticks  # noqa: F401 (fixture)
-from test_recorder import RecorderRun
 
 
 def run_recorder(*args: str, timeout_s: float = 60.0) -> tuple[int, str]:

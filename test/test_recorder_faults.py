@@ -14,38 +14,37 @@ import subprocess
 import sys
 import time
 
-import pytest
 import rclpy
 from sensor_msgs.msg import Image
+from simharness import SimProcessUnderTest
 from std_msgs.msg import Header, String
 from std_srvs.srv import Trigger
+from test_recorder import (
+    FIRST,
+    PUB_QOS,
+    FaultyPublisher,
+    RecorderRun,
+    assert_no_traceback,
+    check,
+    codes,
+    events_for,
+    failing,
+    finding,
+    fresh_ns,
+    js_item,
+    make_spec,
+    recorder,
+)
 
 from robogym_ros import contract
 from robogym_ros.checks import frame_due_stamps
 from robogym_ros.contract import CameraSpec, RunState
 from robogym_ros.nodes import messages, qos
 from robogym_ros.recorder.bagio import BagWriter
-from robogym_ros.sim.physics import Physics, default_model_path
-from robogym_ros.sim.trajectory import targets_at
-from simharness import SimProcessUnderTest
-from test_recorder import (FIRST, PUB_QOS, FaultyPublisher, RecorderRun, assert_no_traceback, check, codes,
-                           events_for, failing, finding, fresh_ns, js_item, make_spec, recorder)
 
 DECIMATION = 5
 CAMERAS = ("left_wrist", "overhead")
 PERIOD_NS = 50_000_000  # 5 ticks at 10 ms
-
-
-@pytest.fixture(scope="module")
-def long_ticks():
-    """900 real ticks (9 s of sim time) of the scripted motion."""
-    physics = Physics(default_model_path(), 0.002, DECIMATION, seed=0)
-    ticks = []
-    for k in range(900):
-        physics.set_targets(targets_at(k * physics.control_dt_s))
-        assert not physics.step_tick()
-        ticks.append(physics.snapshot())
-    return physics, ticks
 
 
 class StandInSim(FaultyPublisher):

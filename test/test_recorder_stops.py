@@ -18,11 +18,11 @@ from pathlib import Path
 
 import pytest
 from mcap.reader import make_reader
+from test_recorder import FIRST, RecorderRun, assert_no_traceback, check, fresh_ns, make_spec, recorder
+from test_recorder_faults import StandInSim, wait_for_log
 
 from robogym_ros.nodes import messages
 from robogym_ros.recorder.bagio import read_bag
-from test_recorder import FIRST, RecorderRun, assert_no_traceback, check, fresh_ns, make_spec, recorder
-from test_recorder_faults import StandInSim, long_ticks, wait_for_log  # noqa: F401 (fixture)
 
 STOP_WITHIN_S = 2.0  # issue 7: every node stops within 2 s
 

@@ -10,14 +10,13 @@ from pathlib import Path
 import cv2
 import numpy as np
 import pytest
+from browser import Browser, chromium_path
 
 from robogym_ros import checks
 from robogym_ros.recorder.report import REPORT_HTML, ReportData, lateness_histogram, write_report
 from robogym_ros.recorder.verdict import Verdict
 from robogym_ros.sim.physics import Physics, default_model_path
 from robogym_ros.sim.trajectory import targets_at
-
-from browser import Browser, chromium_path
 
 N_TICKS = 150
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"

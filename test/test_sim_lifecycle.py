@@ -11,13 +11,12 @@ import time
 from pathlib import Path
 
 import pytest
-import rclpy
 from rcl_interfaces.msg import Parameter as ParameterMsg
 from rcl_interfaces.msg import ParameterType, ParameterValue
 from rcl_interfaces.srv import SetParameters
+from simharness import SimProcessUnderTest, new_namespace, start_sim
 
 from robogym_ros.params import SIM_PARAMS
-from simharness import SimProcessUnderTest, new_namespace, start_sim
 
 STOP_WITHIN_S = 2.0  # issue 7: every node stops within 2 s, physics child and cameras included
 CONSOLE_SIM = Path(sys.executable).with_name("robogym_sim")

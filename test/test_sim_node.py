@@ -9,14 +9,15 @@ import time
 import numpy as np
 import pytest
 from rclpy.executors import SingleThreadedExecutor
+from simharness import MODELS, Observer
 
 from robogym_ros.nodes import messages
-from robogym_ros.sim.physics import Physics, default_model_path
 from robogym_ros.nodes.sim_node import SimNode
 from robogym_ros.params import SIM_PARAMS
 from robogym_ros.sim.loop import LoopConfig
+from robogym_ros.sim.physics import Physics, default_model_path
 from robogym_ros.sim.process import SimProcess
-from simharness import MODELS, Observer
+
 
 def wait_ticks(obs, n, timeout_s=20.0):
     start = len(obs.snapshot(obs.joint_states))
@@ -330,8 +331,9 @@ def test_spec_describes_joints_topics_and_clocks(make_sim):
 
 
 def test_config_yaml_matches_the_declared_defaults():
-    import yaml
     from pathlib import Path
+
+    import yaml
     config = yaml.safe_load((Path(__file__).parents[1] / "config" / "sim.yaml").read_text())
     params = config["/**"]["ros__parameters"]
     assert params == {p.name: list(p.default) if isinstance(p.default, tuple) else p.default

@@ -8,10 +8,22 @@ import pytest
 
 from robogym_ros import checks
 from robogym_ros.camera.clock import CameraClock
-from robogym_ros.checks import (FrameSchedule, RunStateReport, StreamActivity, account_frames, audit_observations,
-                                audit_stream, check_fd_velocity, check_images, check_reported_velocity,
-                                check_slot_error, check_stream_end, check_tick_grid, frame_due_stamps,
-                                silence_threshold_s)
+from robogym_ros.checks import (
+    FrameSchedule,
+    RunStateReport,
+    StreamActivity,
+    account_frames,
+    audit_observations,
+    audit_stream,
+    check_fd_velocity,
+    check_images,
+    check_reported_velocity,
+    check_slot_error,
+    check_stream_end,
+    check_tick_grid,
+    frame_due_stamps,
+    silence_threshold_s,
+)
 
 DT_NS = 10_000_000
 

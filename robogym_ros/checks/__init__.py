@@ -24,8 +24,22 @@ from .her import GoalBatch, check_her_consistency
 from .images import check_images
 from .liveness import RunStateReport, StreamActivity, check_stream_end, silence_threshold_s
 from .matching import match_by_stamp
-from .results import (BYTES_PER_PIXEL, DIGEST_SIZE, DUPLICATE, LIST_LIMIT, NEW, REORDERED, RESTART, CheckResult,
-                      Finding, ImageMeta, by_name, clip, digest, fmt_s)
+from .results import (
+                      BYTES_PER_PIXEL,
+                      DIGEST_SIZE,
+                      DUPLICATE,
+                      LIST_LIMIT,
+                      NEW,
+                      REORDERED,
+                      RESTART,
+                      CheckResult,
+                      Finding,
+                      ImageMeta,
+                      by_name,
+                      clip,
+                      digest,
+                      fmt_s,
+)
 from .slots import check_aliasing, check_slot_error, check_stale_payload
 from .velocity import check_fd_velocity, check_reported_velocity, compare_velocity
 

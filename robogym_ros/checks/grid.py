@@ -5,8 +5,20 @@ from typing import Any
 
 import numpy as np
 
-from .results import (DUPLICATE, LIST_LIMIT, NEW, REORDERED, RESTART, CheckResult, Finding, _capped, _dt_ns,
-                      _fmt_list, _stamps, fmt_s)
+from .results import (
+    DUPLICATE,
+    LIST_LIMIT,
+    NEW,
+    REORDERED,
+    RESTART,
+    CheckResult,
+    Finding,
+    _capped,
+    _dt_ns,
+    _fmt_list,
+    _stamps,
+    fmt_s,
+)
 
 
 def classify_stamps(stamps_ns: Any, control_dt_ns: int, *,

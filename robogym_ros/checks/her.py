@@ -15,7 +15,7 @@ learner's buffer once it is put into a :class:`GoalBatch` (numpy only).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Mapping, Sequence
+from typing import Any, Callable, Iterable, Sequence
 
 import numpy as np
 

@@ -21,6 +21,8 @@ BYTES_PER_PIXEL = {
 
 @dataclass(frozen=True)
 class Finding:
+    """One fault a check found, with a sentence that carries its figures."""
+
     code: str  # stable machine name, e.g. "dropped_ticks"
     message: str  # one readable sentence with the figures in it
     figures: Mapping[str, Any] = field(default_factory=dict)
@@ -28,6 +30,8 @@ class Finding:
 
 @dataclass(frozen=True)
 class CheckResult:
+    """What a check returns: a summary, JSON-ready figures and its findings (none = pass)."""
+
     name: str
     summary: str
     figures: Mapping[str, Any]

@@ -11,11 +11,13 @@ from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from robogym_ros.contract import DIAGNOSTICS, DIAGNOSTICS_QOS
 from robogym_ros.nodes.qos import profile
 from robogym_ros.sim.loop import DECADE_EDGES_S, Status
-from robogym_ros.sim.process import PhysicsProcessDied
+from robogym_ros.sim.process import PhysicsProcessDied, SimProcess
 
 
 @dataclass
 class CommandCounts:
+    """Commands (joint_commands and joint_trajectory) accepted and rejected, and the last reason."""
+
     accepted: int = 0
     rejected: int = 0
     last_rejection: str = ""  # bounded by CommandRejected

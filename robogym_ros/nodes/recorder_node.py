@@ -42,8 +42,7 @@ from robogym_ros.contract import CameraSpec, JointSpec, Spec  # noqa: E402
 from robogym_ros.nodes.qos import SPEC_QOS, STATE_QOS, STREAM_QOS  # noqa: E402
 from robogym_ros.nodes.spin import StoppableNode, run_node  # noqa: E402
 from robogym_ros.recorder.bagio import BagError, BagWriter, align_truth, read_bag  # noqa: E402
-from robogym_ros.recorder.recording import (Recording, offline_frame_evidence, silence_s,  # noqa: E402
-                                            verdict_results)
+from robogym_ros.recorder.recording import Recording, offline_frame_evidence, silence_s, verdict_results  # noqa: E402
 from robogym_ros.recorder.ring import recording_bytes  # noqa: E402
 from robogym_ros.recorder.schedules import SpecChange  # noqa: E402
 from robogym_ros.recorder.verdict import EXIT_USAGE, Verdict  # noqa: E402

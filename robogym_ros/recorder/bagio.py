@@ -197,6 +197,8 @@ class JointSeries:
 
 @dataclass(frozen=True)
 class PoseSeries:
+    """One PoseArray topic in bag order."""
+
     topic: str
     stamp_ns: np.ndarray
     log_time_ns: np.ndarray
@@ -208,6 +210,8 @@ class PoseSeries:
 
 @dataclass(frozen=True)
 class CameraInfoSeries:
+    """One camera's CameraInfo topic: stamps, and the intrinsics of its first message."""
+
     topic: str
     camera: str
     stamp_ns: np.ndarray
@@ -220,6 +224,8 @@ class CameraInfoSeries:
 
 @dataclass(frozen=True)
 class BagData:
+    """What read_bag found: the sim's topics as arrays, the spec, and what was recovered."""
+
     path: Path
     storage: str  # "mcap" or "sqlite3"
     topics: dict[str, str]  # name -> type
@@ -415,7 +421,9 @@ class _RecoveredMcap(_Source):
     def __init__(self, file: Path, reason: str):
         global McapChannel, McapMessage, McapSchema, McapStreamReader
         # Only a recovery needs the mcap package (a recording needs rosbags alone).
-        from mcap.records import Channel as McapChannel, Message as McapMessage, Schema as McapSchema
+        from mcap.records import Channel as McapChannel
+        from mcap.records import Message as McapMessage
+        from mcap.records import Schema as McapSchema
         from mcap.stream_reader import StreamReader as McapStreamReader
         self.file = file
         self.storage = "mcap"

@@ -103,6 +103,8 @@ class FigureInfo:
 
 @dataclass(frozen=True)
 class Report:
+    """The written report: its page and each figure with its level."""
+
     html: Path
     figures: tuple[FigureInfo, ...]
 

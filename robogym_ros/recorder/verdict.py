@@ -18,6 +18,8 @@ EXIT_PASS, EXIT_FAIL, EXIT_USAGE = 0, 1, 2
 
 
 class Verdict:
+    """Check results as one verdict: a table, JSON and an exit code."""
+
     def __init__(self, results: Iterable[CheckResult], *, title: str = "robogym_ros verdict",
                  usage_error: str | None = None, notes: Iterable[str] = ()):
         self.results = list(results)

@@ -9,7 +9,6 @@ import numpy as np
 
 from robogym_ros.sim.trajectory_follower import TrajectoryCommand
 
-
 MAX_NAME_CHARS = 64  # of a joint name quoted in a reason: a 5 MB name must not become a 5 MB log line
 MAX_REASON_CHARS = 400
 

@@ -32,6 +32,8 @@ def default_model_path() -> str:
 
 @dataclass(frozen=True)
 class Joint:
+    """A joint driven by a position servo, with the servo's target range."""
+
     name: str
     kind: str  # "hinge" | "slide"
     lower: float  # command range, from the actuator's ctrlrange (else the joint's range)

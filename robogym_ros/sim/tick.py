@@ -22,6 +22,8 @@ _HEADER = 7
 
 @dataclass(frozen=True)
 class Tick:
+    """One control tick as the physics process saw it; packed flat to cross the process boundary."""
+
     index: int
     stamp_ns: int
     episode: int

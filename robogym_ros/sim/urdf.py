@@ -293,16 +293,16 @@ def _geom_rgba(model: mujoco.MjModel, g: int) -> tuple[float, ...]:
 
 def _shapes(kind: int, size) -> list[tuple[np.ndarray, str, dict]]:
     """(offset in the geom frame, URDF geometry tag, its attributes) for one MuJoCo geom."""
-    I = np.eye(4)
+    eye = np.eye(4)
     if kind == int(_G.mjGEOM_BOX):
-        return [(I, "box", {"size": _vec(2.0 * np.asarray(size))})]
+        return [(eye, "box", {"size": _vec(2.0 * np.asarray(size))})]
     if kind == int(_G.mjGEOM_SPHERE):
-        return [(I, "sphere", {"radius": _num(size[0])})]
+        return [(eye, "sphere", {"radius": _num(size[0])})]
     if kind == int(_G.mjGEOM_CYLINDER):
-        return [(I, "cylinder", {"radius": _num(size[0]), "length": _num(2.0 * size[1])})]
+        return [(eye, "cylinder", {"radius": _num(size[0]), "length": _num(2.0 * size[1])})]
     if kind == int(_G.mjGEOM_CAPSULE):
         r, half = size[0], size[1]
-        return [(I, "cylinder", {"radius": _num(r), "length": _num(2.0 * half)}),
+        return [(eye, "cylinder", {"radius": _num(r), "length": _num(2.0 * half)}),
                 (_translation((0, 0, half)), "sphere", {"radius": _num(r)}),
                 (_translation((0, 0, -half)), "sphere", {"radius": _num(r)})]
     if kind == int(_G.mjGEOM_PLANE) and size[0] > 0 and size[1] > 0:
