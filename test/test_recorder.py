@@ -285,13 +285,16 @@ def clean_recording(ros, physics_ticks, tmp_path_factory):
     bag = tmp / "clean_bag"
     base, items, _ = stream(ticks, None)
     rc, out, verdict = run_against_publisher(tmp, physics, events_for(physics.joint_names, base, items),
-                                             len(items), "--record", str(bag), ns_tag="clean")
+                                             len(items), "--record", str(bag), "--report", str(tmp / "report"),
+                                             ns_tag="clean")
     return rc, out, verdict, bag
 
 
 def test_clean_publisher_passes_every_check_and_records_a_bag(clean_recording):
     rc, out, verdict, bag = clean_recording
     assert rc == 0, out
+    page = bag.parent / "report" / "report.html"  # --report, live: written after the verdict
+    assert f"report: {page}" in out and 'id="verdict-status">PASS<' in page.read_text()
     assert verdict["status"] == "pass" and codes(verdict) == [], out
     names = {c["name"] for c in verdict["checks"]}
     assert {"tick_grid", "slot_error", "aliasing", "stale_payload", "velocity_fd", "velocity_reported",
@@ -332,9 +335,11 @@ def test_fault_in_joint_states_is_found_and_named(ros, physics_ticks, tmp_path, 
     physics, ticks = physics_ticks
     base, items, stamp_ns = stream(ticks, fault)
     rc, out, verdict = run_against_publisher(tmp_path, physics, events_for(physics.joint_names, base, items),
-                                             len(items), ns_tag=fault[:5])
+                                             len(items), "--report", str(tmp_path / "report"), ns_tag=fault[:5])
     assert rc == 1, out
     assert verdict["status"] == "fail" and verdict["exit_code"] == 1
+    page = (tmp_path / "report" / "report.html").read_text()  # the report marks the failed check
+    assert 'id="verdict-status">FAIL<' in page and f'<tr class="fail" id="check-{check_name}">' in page
     f = finding(verdict, check_name, code)
     stamp_txt = checks.fmt_s(stamp_ns)  # "1.810 s"
     if fault in ("drop", "duplicate"):

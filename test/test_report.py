@@ -192,3 +192,26 @@ def test_frames_from_the_recorders_ring(tmp_path):
     frames = frames_from_ring(ring)["overhead"]
     assert [s for s, _ in frames] == [10 * 10**8, 15 * 10**8, 19 * 10**8]
     assert frames[-1][1].shape == (24, 32, 3) and int(frames[-1][1][0, 0, 0]) == 19
+
+
+def test_the_recorder_writes_the_report_it_is_asked_for(tmp_path):
+    """`robogym_recorder --bag BAG --report DIR`: the verdict, then report.html; a report folder
+    that cannot be written is refused before anything else, exit 2."""
+    import subprocess
+    import sys
+
+    from test_bagio import write_sim_bag
+    write_sim_bag(tmp_path / "bag")
+    cli = [sys.executable, "-m", "robogym_ros.nodes.recorder_node"]
+    run = subprocess.run([*cli, "--bag", str(tmp_path / "bag"), "--report", str(tmp_path / "report")],
+                         capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert f"report: {tmp_path / 'report' / REPORT_HTML}" in run.stdout
+    page = tmp_path / "report" / REPORT_HTML
+    assert 'id="verdict-status">PASS<' in page.read_text()
+    assert_valid_pngs(page)
+    (tmp_path / "file").write_text("")
+    run = subprocess.run([*cli, "--bag", str(tmp_path / "bag"), "--report", str(tmp_path / "file")],
+                         capture_output=True, text=True, timeout=120)
+    assert run.returncode == 2 and "--report" in run.stderr and "is not a writable folder" in run.stderr, \
+        run.stdout + run.stderr

@@ -11,7 +11,12 @@ import signal
 _received: list[int] = []
 
 
-def _note_signals() -> None:
+def received() -> bool:
+    """Whether a SIGINT or SIGTERM came while the node's module was imported."""
+    return bool(_received)
+
+
+def note_signals() -> None:
     def note(signum, _frame):
         _received.append(signum)
 
@@ -20,18 +25,18 @@ def _note_signals() -> None:
 
 
 def sim() -> int:
-    _note_signals()
+    note_signals()
     from robogym_ros.nodes.sim_node import main
     return 0 if _received else main()  # stopped before it started: a requested stop
 
 
 def motion() -> int:
-    _note_signals()
+    note_signals()
     from robogym_ros.nodes.motion_node import main
     return 0 if _received else main()
 
 
 def recorder() -> int:
-    _note_signals()
+    note_signals()
     from robogym_ros.nodes.recorder_node import main
     return 2 if _received else main()  # no verdict: the recorder's "usage error or no data"

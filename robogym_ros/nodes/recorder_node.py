@@ -14,13 +14,13 @@ from __future__ import annotations
 
 import signal
 
-if __name__ == "__main__":  # run as a module: a Ctrl-C while importing rclpy ends quietly, as with
-    def _quiet(_signum, _frame):  # the console script (robogym_ros.nodes.entry)
-        raise SystemExit(2)
-    signal.signal(signal.SIGINT, _quiet)
-    signal.signal(signal.SIGTERM, _quiet)
+from robogym_ros.nodes import entry
+
+if __name__ == "__main__":  # run as a module: a signal while importing rclpy is noted, as with
+    entry.note_signals()  # the console script; the process then ends quietly (robogym_ros.nodes.entry)
 
 import argparse  # noqa: E402
+import dataclasses  # noqa: E402
 import json  # noqa: E402
 import math  # noqa: E402
 import os  # noqa: E402
@@ -30,6 +30,7 @@ from pathlib import Path  # noqa: E402
 
 import numpy as np  # noqa: E402
 import rclpy  # noqa: E402
+from diagnostic_msgs.msg import DiagnosticArray  # noqa: E402
 from geometry_msgs.msg import PoseArray  # noqa: E402
 from rclpy.qos import QoSProfile  # noqa: E402
 from rclpy.serialization import deserialize_message, serialize_message  # noqa: E402
@@ -39,7 +40,7 @@ from std_msgs.msg import Header, String  # noqa: E402
 from robogym_ros import checks, contract  # noqa: E402
 from robogym_ros.checks import clip  # noqa: E402
 from robogym_ros.contract import CameraSpec, JointSpec, Spec  # noqa: E402
-from robogym_ros.nodes.qos import SPEC_QOS, STATE_QOS, STREAM_QOS  # noqa: E402
+from robogym_ros.nodes.qos import DIAGNOSTICS_QOS, SPEC_QOS, STATE_QOS, STREAM_QOS  # noqa: E402
 from robogym_ros.nodes.spin import StoppableNode, run_node  # noqa: E402
 from robogym_ros.recorder.bagio import BagError, BagWriter, align_truth, read_bag  # noqa: E402
 from robogym_ros.recorder.recording import Recording, offline_frame_evidence, silence_s, verdict_results  # noqa: E402
@@ -77,6 +78,7 @@ class RecorderNode(StoppableNode):
         self.received = 0
         self.storing = True  # everything, bag included; cleared once the verdict is taken
         self.verdict: Verdict | None = None
+        self.diagnostics: dict | None = None  # the sim's latest /diagnostics values (for --report)
         self._started = time.monotonic()
         self._watched: dict[str, list] = {}  # key -> [subscription, publisher count seen]
         self.spec_topic = self.resolve_topic_name(contract.SPEC_TOPIC)
@@ -122,6 +124,8 @@ class RecorderNode(StoppableNode):
             self._watched[cam.name] = [sub, 0]
             if self.bag is not None:
                 self._subscribe(cam.info_topic, CameraInfo, None)
+        if self.args.report:  # the sim's lateness for the report
+            self.create_subscription(DiagnosticArray, contract.DIAGNOSTICS, self._on_diagnostics, DIAGNOSTICS_QOS)
         self.spec_at = time.monotonic()
         self.get_logger().info(
             f"spec from {clip(spec.node, 100)}: {len(rec.names)} joints, control dt "
@@ -192,14 +196,20 @@ class RecorderNode(StoppableNode):
                 self.request_stop(0, "duration reached" if self.args.duration is not None else "ticks reached")
 
     def _watch_publishers(self) -> None:
-        for key, entry in self._watched.items():
-            sub, seen = entry
+        for key, watched in self._watched.items():
+            sub, seen = watched
             count = sub.get_publisher_count()
             if count != seen:
                 self.recording.note_publishers(key, count, seen)
-                entry[1] = count
+                watched[1] = count
                 if key == "skips" and count > seen and self.bag is not None:
                     self.bag.declare(sub.topic_name, "std_msgs/msg/Header")
+
+    def _on_diagnostics(self, msg: DiagnosticArray) -> None:
+        node = self.recording.spec.node
+        for status in msg.status:
+            if status.hardware_id == node and status.name.endswith(": simulation"):
+                self.diagnostics = {kv.key: kv.value for kv in status.values}
 
     def done(self) -> bool:
         a = self.args
@@ -223,8 +233,20 @@ class RecorderNode(StoppableNode):
             self._close_bag()
         print(self.verdict.table(), flush=True)
         code = write_json(self.verdict, self.args.json)
+        if self.args.report:
+            code = max(code, write_report_of(self.args.report, self.verdict, self._report_data,
+                                             self.diagnostics))
         _ignore_further_signals()
         return code
+
+    def _report_data(self):
+        from robogym_ros.recorder.report import ReportData, frames_from_ring
+        rec = self.recording
+        if rec is None:
+            return None
+        return ReportData.from_snapshots(rec.spec, rec.joints.snapshot(), rec.truth.snapshot(),
+                                         grid_stamps_ns=np.frombuffer(rec.joint_stamps, np.int64),
+                                         frames=frames_from_ring(rec.images))
 
     def _conclude(self, signal_name: str | None) -> Verdict:
         rec = self.recording
@@ -289,6 +311,20 @@ def _ignore_further_signals() -> None:
 def _type_name(msg_type) -> str:
     module = msg_type.__module__.split(".")[0]
     return f"{module}/msg/{msg_type.__name__}"
+
+
+def write_report_of(folder: str, verdict: Verdict, data, diagnostics=None) -> int:
+    """Write report.html (matplotlib, imported only now: it costs start-up time); the exit code,
+    2 if the report cannot be written. ``data`` is a ReportData or a callable that makes one."""
+    from robogym_ros.recorder.report import write_report
+    try:
+        report = write_report(folder, verdict, data() if callable(data) else data, diagnostics=diagnostics)
+    except (OSError, ValueError) as exc:
+        print(f"robogym_recorder: cannot write --report {clip(folder, 200)}: {clip(exc, 300)}", file=sys.stderr,
+              flush=True)
+        return EXIT_USAGE
+    print(f"report: {report.html}", flush=True)
+    return verdict.exit_code
 
 
 def write_json(verdict: Verdict, path: str | None) -> int:
@@ -359,6 +395,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--record", metavar="BAG", help="write what is received to this mcap bag")
     parser.add_argument("--bag", metavar="BAG", help="offline: check a bag (mcap or sqlite3)")
     parser.add_argument("--json", metavar="FILE", help="also write the verdict as JSON")
+    parser.add_argument("--report", metavar="DIR", help="also write report.html with plots into this folder")
     parser.add_argument("--capacity", type=_number("a whole number > 0", integer=True), default=120_000,
                         help="ring slots for joint_states and truth each (20 min at 100 Hz)")
     parser.add_argument("--keep-pixels-mb", type=_number("a finite number >= 0", inclusive=True), default=0.0,
@@ -376,12 +413,27 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         problem = _unwritable_file(args.json)
         if problem:
             parser.error(f"--json {clip(args.json, 200)}: {problem}")
+    if args.report:
+        problem = _unwritable_folder(args.report)
+        if problem:
+            parser.error(f"--report {clip(args.report, 200)}: {problem}")
     if not args.bag:
         # The rings are allocated once the spec names the joints; one joint is the least they need.
         need = recording_bytes(args.capacity, 1, args.keep_pixels_mb)
         if need > MEMORY_SHARE * available_memory_bytes():
             parser.error(memory_error(args.capacity, 1, need))
     return args
+
+
+def _unwritable_folder(path: str) -> str | None:
+    """Why a report folder cannot be written (it may exist; it is created if not), or None."""
+    p = Path(path)
+    try:
+        if p.exists():
+            return None if p.is_dir() and os.access(p, os.W_OK | os.X_OK) else "is not a writable folder"
+        return _unwritable_new_path(path)
+    except OSError as exc:
+        return exc.strerror or str(exc)
 
 
 def _unwritable_new_path(path: str) -> str | None:
@@ -529,7 +581,25 @@ def run_offline(args: argparse.Namespace) -> int:
         print("robogym_recorder: interrupted while reading the bag; no verdict", file=sys.stderr, flush=True)
         return EXIT_USAGE
     print(verdict.table(), flush=True)
-    return write_json(verdict, args.json)
+    code = write_json(verdict, args.json)
+    if args.report:
+        code = max(code, write_report_of(args.report, verdict, lambda: _bag_report_data(args.bag)))
+    return code
+
+
+def _bag_report_data(path: str):
+    """The arrays a report draws, from a bag (None when the bag has no ground truth to draw)."""
+    from robogym_ros.recorder.report import ReportData, frames_from_bag
+    try:
+        data = read_bag(path, recover=True)
+        js = data.joint_states
+        spec = data.spec or spec_from_stamps(js.names, js.stamp_ns, data.images)
+        if data.ground_truth is None:
+            return None
+        data = dataclasses.replace(data, ground_truth=align_truth(js, data.ground_truth))
+        return ReportData.from_bag(data, spec, frames=frames_from_bag(path, data.images))
+    except (BagError, ValueError):
+        return None  # the verdict already says what is wrong with the bag
 
 
 def main(argv=None) -> int:
@@ -546,4 +616,4 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(EXIT_USAGE if entry.received() else main())
