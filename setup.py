@@ -32,7 +32,7 @@ setup(
         "standalone": STANDALONE,
         "env": ENV,
         # pin: the URDF's forward kinematics by an independent parser (urdfdom) in test_urdf.py
-        "test": ["pytest<9", "mcap", "mcap-ros2-support", "pin", *ENV],
+        "test": ["pytest<9", "mcap", "mcap-ros2-support", "pin", "ruff", *ENV],
     },
     zip_safe=True,
     maintainer="robogym_ros team",

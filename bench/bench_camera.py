@@ -2,14 +2,20 @@
 
     MUJOCO_GL=egl python bench/bench_camera.py [--model robogym_ros/sim/models/so101_dual.xml]
 
-Stages of one frame of one camera:
+1. The node's pipeline (the headline): the sim node's CameraPublisher, fed ticks as fast as
+it takes them, renders every camera of the model (3 in the default scene) into one mosaic on
+its GL thread while the previous frame is remapped and published on its finisher thread.
+Time per frame (steady state) against a bare `mujoco.Renderer.update_scene + render()` of the
+same cameras at the output size, one after the other, with the same shadow/multisampling
+choice; measured in interleaved batches in the same run.
+
+2. Stages of one frame of one camera, one after the other (where the time goes):
   state    mj_setState + mj_forward (once per observation, shared by all cameras)
   render   pinhole render + glReadPixels at the lens's source size
   remap    Lens.distort (fisheye resampling; a plain copy with --no-fisheye)
   build    sensor_msgs/Image with data = arr.tobytes()
   publish  rclpy publish, reliable depth 1, to a subscriber in another process
-against `mujoco.Renderer.update_scene + render()` at the *output* size with the same
-shadow/multisampling choice, measured in the same run.
+against the same bare render of that one camera.
 """
 from __future__ import annotations
 
@@ -24,13 +30,14 @@ from pathlib import Path
 # Must precede any mujoco / rclpy import. ROS traffic stays on this host: the bench must
 # never talk to robots on the network.
 os.environ.setdefault("MUJOCO_GL", "egl")
-os.environ.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
+os.environ["ROS_AUTOMATIC_DISCOVERY_RANGE"] = "LOCALHOST"
 os.environ.setdefault("ROS_DOMAIN_ID", "71")
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 DEFAULT_MODEL = REPO / "robogym_ros" / "sim" / "models" / "so101_dual.xml"
 TOPIC = "/bench_camera/image"
+PIPE_NS = "/bench_camera_pipe"
 
 # Stand-in for the real scene: table, two capsule "arms", a block and a tray, lit with a
 # shadow-casting light like a real scene would be, and an overhead camera.
@@ -72,8 +79,11 @@ STANDIN_XML = """
 """
 
 
-def _subscriber(topic: str) -> None:
-    """Runs in a child process: counts images until SIGTERM, then prints the count."""
+def _subscriber(topics: str) -> None:
+    """Runs in a child process: counts images on the comma-separated topics until SIGTERM,
+    then prints the count. Raw (serialized) subscriptions: delivery is real (the publisher
+    does all its work), while this reader, which shares the machine's cores with what is
+    measured, spends nothing on deserializing pixels it never looks at."""
     import rclpy
     from rclpy.qos import QoSProfile
     from sensor_msgs.msg import Image
@@ -81,8 +91,9 @@ def _subscriber(topic: str) -> None:
     rclpy.init()
     node = rclpy.create_node("bench_camera_sub")
     received = [0]
-    node.create_subscription(Image, topic, lambda _msg: received.__setitem__(0, received[0] + 1),
-                             QoSProfile(depth=1))
+    for topic in topics.split(","):
+        node.create_subscription(Image, topic, lambda _msg: received.__setitem__(0, received[0] + 1),
+                                 QoSProfile(depth=1), raw=True)
     running = [True]
     signal.signal(signal.SIGTERM, lambda *_: running.__setitem__(0, False))
     while running[0]:
@@ -132,6 +143,19 @@ def _load(mujoco, path):
     return mujoco.MjModel.from_xml_path(path) if path else mujoco.MjModel.from_xml_string(STANDIN_XML)
 
 
+def _bare_renderer(mujoco, path, w: int, h: int, shadows_and_msaa: bool):
+    """(model, mujoco.Renderer, data) of the baseline: its own model copy at the output size,
+    with the same shadow/MSAA choice as the pipeline."""
+    model = _load(mujoco, path)
+    model.vis.global_.offwidth = max(model.vis.global_.offwidth, w)
+    model.vis.global_.offheight = max(model.vis.global_.offheight, h)
+    if not shadows_and_msaa:
+        model.vis.quality.offsamples = 0
+    renderer = mujoco.Renderer(model, h, w)
+    renderer.scene.flags[mujoco.mjtRndFlag.mjRND_SHADOW] = shadows_and_msaa
+    return model, renderer, mujoco.MjData(model)
+
+
 def _bench_resolution(args, mujoco, camera, w, h, publisher, stamp_clock):
     import numpy as np
     from sensor_msgs.msg import Image
@@ -147,14 +171,7 @@ def _bench_resolution(args, mujoco, camera, w, h, publisher, stamp_clock):
     renderer.lens = timed
 
     # Bare baseline: own model copy, output size, same shadow/MSAA choice as the pipeline.
-    bare_model = _load(mujoco, args.model)
-    bare_model.vis.global_.offwidth = max(bare_model.vis.global_.offwidth, w)
-    bare_model.vis.global_.offheight = max(bare_model.vis.global_.offheight, h)
-    if not renderer.shadows_and_msaa:
-        bare_model.vis.quality.offsamples = 0
-    bare = mujoco.Renderer(bare_model, h, w)
-    bare.scene.flags[mujoco.mjtRndFlag.mjRND_SHADOW] = renderer.shadows_and_msaa
-    bare_data = mujoco.MjData(bare_model)
+    bare_model, bare, bare_data = _bare_renderer(mujoco, args.model, w, h, renderer.shadows_and_msaa)
 
     # First frames pay for shader and texture upload.
     renderer.render(states[0])
@@ -218,6 +235,66 @@ def _bench_resolution(args, mujoco, camera, w, h, publisher, stamp_clock):
     return gl, shadows
 
 
+def _bench_pipeline(args, mujoco, w, h, node, batches: int = 5, batch: int = 24) -> tuple[float, float]:
+    """Median ms per frame of (node pipeline, bare renders) for every camera of the model."""
+    import numpy as np
+
+    from robogym_ros.camera.lens import Lens
+    from robogym_ros.camera.lookup import camera_names
+    from robogym_ros.nodes.camera_publisher import CameraPublisher
+    from robogym_ros.sim.tick import Tick
+
+    model = _load(mujoco, args.model)
+    cameras = camera_names(model)
+    lens = Lens(w, h, fisheye=not args.no_fisheye, source_scale=args.source_scale)
+    dt_ns = 10_000_000
+    pub = CameraPublisher(node, model, cameras, lens, dt_ns * 1e-9, control_dt_ns=dt_ns,
+                          hold_physics=lambda tick: None, every_frame=True)  # a frame every tick
+    bare_model, bare, bare_data = _bare_renderer(mujoco, args.model, w, h, pub.shadows_and_msaa)
+    states = _states(mujoco, model, batch)
+    empty = np.zeros(0)
+    index = [0]
+
+    def pipeline_batch() -> float:
+        start = pub.rendered
+        t0 = time.perf_counter()
+        for state in states:
+            index[0] += 1
+            pub.offer(Tick(index[0], index[0] * dt_ns, 0, empty, empty, empty, np.zeros((0, 7)), state))
+        while pub.rendered < start + len(states):
+            if pub.error:
+                raise RuntimeError(pub.error)
+            time.sleep(0.0005)
+        return (time.perf_counter() - t0) / len(states)
+
+    def bare_batch() -> float:
+        t0 = time.perf_counter()
+        for state in states:
+            mujoco.mj_setState(bare_model, bare_data, state, mujoco.mjtState.mjSTATE_INTEGRATION)
+            mujoco.mj_forward(bare_model, bare_data)
+            for camera in cameras:
+                bare.update_scene(bare_data, camera)
+                bare.render()
+        return (time.perf_counter() - t0) / len(states)
+
+    pipeline_batch(), bare_batch()  # shaders, textures, caches
+    pipe_s, bare_s = [], []
+    for _ in range(batches):
+        pipe_s.append(pipeline_batch())
+        bare_s.append(bare_batch())
+    pub.close()
+    bare.close()
+    pipe_ms, bare_ms = 1e3 * float(np.median(pipe_s)), 1e3 * float(np.median(bare_s))
+    print(f"\n{w}x{h}  node pipeline, {len(cameras)} cameras ({', '.join(cameras)}), every frame, "
+          f"{batches} x {batch} frames  [median ms per frame of all cameras]")
+    print(f"  pipeline {pipe_ms:7.3f}   CameraPublisher: mosaic render | remap + Image + publish, overlapped "
+          f"({1e3 / pipe_ms:.1f} frames/s)")
+    print(f"  bare     {bare_ms:7.3f}   mujoco.Renderer update_scene+render x {len(cameras)} at {w}x{h} "
+          f"({1e3 / bare_ms:.1f} frames/s)")
+    print(f"  ratio pipeline/bare: {pipe_ms / bare_ms:.2f}x (target <= 1.4x)")
+    return pipe_ms, bare_ms
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--model", default=str(DEFAULT_MODEL) if DEFAULT_MODEL.exists() else None,
@@ -225,6 +302,8 @@ def main() -> None:
     ap.add_argument("--standin", action="store_true", help="use the stand-in MJCF even if the scene exists")
     ap.add_argument("--camera", default="overhead")
     ap.add_argument("--frames", type=int, default=100)
+    ap.add_argument("--batches", type=int, default=7,
+                    help="interleaved batches of 24 frames, pipeline and bare, in the headline")
     ap.add_argument("--source-scale", type=float, default=1.0)
     ap.add_argument("--no-fisheye", action="store_true")
     ap.add_argument("--no-subscriber", action="store_true", help="publish with nobody listening")
@@ -244,22 +323,31 @@ def main() -> None:
     print(f"model: {args.model or 'stand-in MJCF'}  camera: {args.camera}  "
           f"MUJOCO_GL={os.environ['MUJOCO_GL']}  ROS_DOMAIN_ID={os.environ['ROS_DOMAIN_ID']}")
 
+    from robogym_ros import contract
+    from robogym_ros.camera.lookup import camera_names
+    cams = camera_names(_load(mujoco, args.model))
+    pipe_topics = [f"{PIPE_NS}/{contract.image_topic(c)}" for c in cams]
     sub = None
     if not args.no_subscriber:
-        sub = subprocess.Popen([sys.executable, __file__, "--subscriber", TOPIC],
+        sub = subprocess.Popen([sys.executable, __file__, "--subscriber", ",".join([TOPIC, *pipe_topics])],
                                stdout=subprocess.PIPE, text=True)
     rclpy.init()
     node = rclpy.create_node("bench_camera_pub")
+    pipe_node = rclpy.create_node("bench_camera_pipeline", namespace=PIPE_NS)
     publisher = node.create_publisher(Image, TOPIC, QoSProfile(depth=1))
     if sub is not None:
         deadline = time.monotonic() + 15.0
-        while publisher.get_subscription_count() == 0 and time.monotonic() < deadline:
+        while (publisher.get_subscription_count() == 0
+               or any(pipe_node.count_subscribers(t) == 0 for t in pipe_topics)) and time.monotonic() < deadline:
             time.sleep(0.05)
     listeners = publisher.get_subscription_count()
-    print(f"publisher: reliable depth 1, {listeners} subscriber(s) "
+    print(f"publishers: reliable, {listeners} subscriber(s) "
           f"{'in another process' if listeners else '(none)'}")
 
     try:
+        for w, h in ((320, 240), (640, 480)):
+            _bench_pipeline(args, mujoco, w, h, pipe_node, batches=args.batches)
+        print("\n-- stages of one camera, one after the other --")
         for w, h in ((320, 240), (640, 480)):
             gl, shadows = _bench_resolution(args, mujoco, args.camera, w, h, publisher,
                                             node.get_clock())
@@ -271,6 +359,7 @@ def main() -> None:
             out, _ = sub.communicate(timeout=10)
             print(f"subscriber received {out.strip() or '?'} images")
         node.destroy_node()
+        pipe_node.destroy_node()
         rclpy.try_shutdown()
 
 

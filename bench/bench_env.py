@@ -18,7 +18,7 @@ import os
 import statistics
 import time
 
-os.environ.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")  # DDS stays on this host
+os.environ["ROS_AUTOMATIC_DISCOVERY_RANGE"] = "LOCALHOST"  # DDS stays on this host
 os.environ.setdefault("ROS_DOMAIN_ID", str(1 + os.getpid() % 99))
 os.environ.setdefault("MUJOCO_GL", "egl")
 

@@ -15,7 +15,7 @@ import textwrap
 import threading
 import time
 
-os.environ.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
+os.environ["ROS_AUTOMATIC_DISCOVERY_RANGE"] = "LOCALHOST"
 os.environ.setdefault("ROS_DOMAIN_ID", str(1 + os.getpid() % 99))
 os.environ.setdefault("MUJOCO_GL", "egl")
 
@@ -27,9 +27,9 @@ from sensor_msgs.msg import JointState  # noqa: E402
 
 from robogym_ros import contract
 from robogym_ros.nodes import qos  # noqa: E402
-from robogym_ros.sim.physics import Physics, default_model_path  # noqa: E402
-from robogym_ros.sim.loop import HIST_BIN_S, HIST_BINS, lateness_percentile_s  # noqa: E402
 from robogym_ros.nodes.sim_node import SimNode  # noqa: E402
+from robogym_ros.sim.loop import HIST_BIN_S, HIST_BINS, lateness_percentile_s  # noqa: E402
+from robogym_ros.sim.physics import Physics, default_model_path  # noqa: E402
 
 PHYSICS_DT_S = 0.002
 DECIMATION = 5

@@ -50,7 +50,9 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
-os.environ.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
+from procs import stop  # bench/procs.py
+
+os.environ["ROS_AUTOMATIC_DISCOVERY_RANGE"] = "LOCALHOST"
 os.environ.setdefault("ROS_DOMAIN_ID", str(1 + os.getpid() % 99))
 os.environ.setdefault("MUJOCO_GL", "egl")
 os.environ.setdefault("PYTHONUNBUFFERED", "1")
@@ -143,16 +145,6 @@ def _node(module: str, ns: str, *args: str, params: dict | None = None) -> list[
     return cmd
 
 
-def _stop(proc: subprocess.Popen, timeout_s: float = 10.0) -> None:
-    if proc.poll() is None:
-        proc.send_signal(signal.SIGINT)
-        try:
-            proc.wait(timeout_s)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-
-
 def _kill_tree(pid: int) -> None:
     children = subprocess.run(["pgrep", "-P", str(pid)], capture_output=True, text=True).stdout.split()
     for p in [pid, *map(int, children)]:
@@ -218,10 +210,10 @@ def execute(run: Run, workdir: Path, index: int) -> Outcome:
                     _kill_tree(procs[0].pid)
             recorder.wait(run.seconds + 90)
         except subprocess.TimeoutExpired:
-            _stop(recorder)
+            stop(recorder)
         finally:
             for p in reversed(procs):
-                _stop(p)
+                stop(p)
             log.close()
     wall = time.monotonic() - started
     live = _verdict(verdict_path)

@@ -17,16 +17,18 @@ import mujoco  # noqa: E402
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 from rclpy.executors import SingleThreadedExecutor  # noqa: E402
+from rclpy.serialization import deserialize_message  # noqa: E402
 from sensor_msgs.msg import CameraInfo, Image  # noqa: E402
+from simharness import Observer, SimProcessUnderTest, new_namespace, start_sim  # noqa: E402
 
-from robogym_ros import contract
-from robogym_ros.nodes import qos  # noqa: E402
-from robogym_ros.nodes import messages  # noqa: E402
+from robogym_ros.camera.renderer import camera_pose_optical, is_software_gl  # noqa: E402
+from robogym_ros.nodes import (
+    messages,  # noqa: E402
+    qos,  # noqa: E402
+)
+from robogym_ros.nodes.sim_node import SimNode  # noqa: E402
 from robogym_ros.params import DEFAULT_CAMERAS  # noqa: E402
 from robogym_ros.sim.physics import default_model_path  # noqa: E402
-from robogym_ros.camera.renderer import camera_pose_optical, is_software_gl  # noqa: E402
-from robogym_ros.nodes.sim_node import SimNode  # noqa: E402
-from simharness import Observer, SimProcessUnderTest, new_namespace, start_sim  # noqa: E402
 
 stamp_ns = messages.stamp_ns
 
@@ -205,9 +207,10 @@ def test_image_stamps_are_joint_states_stamps_on_the_tick_grid(recorded):
 # --- 3. fresh buffers ----------------------------------------------------------------------
 
 def test_every_frame_is_its_own_message_with_its_own_buffer(ros):
-    """In-process node: keep what it *published* and what came over DDS. While the wrist turns,
-    frames differ, so a buffer reused and overwritten after publishing would show as a kept
-    published frame that no longer equals what was received with its stamp."""
+    """In-process node: keep what it *published* (serialized Images: bytes) and what came over
+    DDS. While the wrist turns, frames differ, so a buffer reused and overwritten after
+    publishing would show as a kept published frame that no longer equals what was received
+    with its stamp."""
     ns = new_namespace("cam")
     node = SimNode(cli_args=["--ros-args", "-r", f"__ns:=/{ns}", "-p", "start_paused:=true",
                              "-p", "cameras:=['left_wrist']", "-p", "camera_period_s:=0.05"])
@@ -236,13 +239,20 @@ def test_every_frame_is_its_own_message_with_its_own_buffer(ros):
         obs.call("pause")
         time.sleep(0.5)
         received = obs.frames("left_wrist")
-        kept = list(published)
+        kept_raw = list(published)
     finally:
         obs.close()
         stop.set()
         spinner.join(5)
         executor.shutdown()
         node.destroy_node()
+    assert all(type(m) is bytes for m in kept_raw), "the node publishes images serialized"
+    for a, b in itertools.combinations(kept_raw, 2):
+        assert a is not b, "one serialized Image published twice"
+        assert not np.shares_memory(np.frombuffer(a, np.uint8), np.frombuffer(b, np.uint8))
+    # As they are now: a bytes object cannot change, but its pixels could have come from a
+    # buffer the renderer reuses; then kept frames would equal each other or a later one.
+    kept = [deserialize_message(m, Image) for m in kept_raw]
     assert len(kept) >= 8 and len(received) >= 8
     for group in (kept, received):
         for a, b in itertools.combinations(group, 2):

@@ -137,6 +137,42 @@ def test_distort_returns_fresh_array(fisheye):
 
 
 @pytest.mark.parametrize("fisheye", [True, False])
+@pytest.mark.parametrize("bottom_up", [True, False])
+def test_distort_into_out_equals_a_new_array_and_reads_views(fisheye, bottom_up):
+    """``out`` gets exactly what a new array would, also from a view into a wider image (a
+    camera's cell of the renderer's mosaic); a wrong ``out`` is refused."""
+    lens = Lens(320, 240, fisheye=fisheye)
+    h, w = lens.source_height_px, lens.source_width_px
+    mosaic = np.random.default_rng(1).integers(0, 256, (h, 3 * w, 3), dtype=np.uint8)
+    view = mosaic[:, w:2 * w]
+    out = np.full((240, 320, 3), 7, np.uint8)
+    assert lens.distort(view, bottom_up=bottom_up, out=out) is out
+    np.testing.assert_array_equal(out, lens.distort(view.copy(), bottom_up=bottom_up))
+    for bad in (np.zeros((240, 320, 3), np.float32), np.zeros((240, 321, 3), np.uint8),
+                np.zeros((240, 640, 3), np.uint8)[:, ::2]):
+        with pytest.raises(ValueError, match="out must be"):
+            lens.distort(view, out=bad)
+
+
+@pytest.mark.parametrize("fisheye", [True, False])
+@pytest.mark.parametrize("into_out", [True, False])
+def test_an_rgba_source_gives_the_rgb_image_of_its_first_three_channels(fisheye, into_out):
+    """The renderer reads RGBA back from GL (a plain copy); the alpha channel never shows."""
+    lens = Lens(320, 240, fisheye=fisheye)
+    h, w = lens.source_height_px, lens.source_width_px
+    rgba = np.random.default_rng(2).integers(0, 256, (h, 2 * w, 4), dtype=np.uint8)[:, w:]
+    rgb = np.ascontiguousarray(rgba[..., :3])
+    out = np.empty((240, 320, 3), np.uint8) if into_out else None
+    got = lens.distort(rgba, bottom_up=True, out=out)
+    assert got.shape == (240, 320, 3) and (got is out if into_out else True)
+    # Not bit-exact for the fisheye: OpenCV's 3- and 4-channel remaps round differently.
+    diff = np.abs(got.astype(int) - lens.distort(rgb, bottom_up=True))
+    assert diff.max() <= (1 if fisheye else 0), diff.max()
+    with pytest.raises(ValueError, match="3 or 4 channel"):
+        lens.distort(np.zeros((h, w, 2), np.uint8))
+
+
+@pytest.mark.parametrize("fisheye", [True, False])
 def test_project_pixel_ray_round_trip(fisheye):
     lens = Lens(640, 480, fisheye=fisheye)
     assert np.allclose(lens.project(np.array([[0.0, 0.0, 2.0]])), [[319.5, 239.5]])

@@ -86,6 +86,18 @@ def test_camera_pose_optical(model):
     np.testing.assert_allclose(R.T @ R, np.eye(3), atol=1e-9)
 
 
+def _assert_markers_land(model, renderer, lens, points, R, t):
+    """A marker at each optical-frame point (camera pose R, t) lands on its projection."""
+    for p_opt in np.array(points, dtype=np.float64):
+        state, _ = _state(model, marker_world=t + R @ p_opt)
+        img = renderer.render(state)["cam"]
+        # Project from the world point through the renderer's own pose, as the node will.
+        R_r, t_r = renderer.camera_pose_optical("cam")
+        expected = lens.project((R_r.T @ (t + R @ p_opt - t_r))[None])[0]
+        err_px = np.linalg.norm(_red_centroid(img) - expected)
+        assert err_px < MAX_ERROR_PX, (p_opt, expected, err_px)
+
+
 @pytest.mark.parametrize("lens, points", [
     (Lens(640, 480), FISHEYE_POINTS),
     (Lens(320, 240), FISHEYE_POINTS),
@@ -95,14 +107,7 @@ def test_marker_lands_on_projection(model, lens, points):
     _, data = _state(model)
     R, t = camera_pose_optical(model, data, "cam")
     with CameraRenderer(model, ["cam"], lens) as renderer:
-        for p_opt in np.array(points, dtype=np.float64):
-            state, _ = _state(model, marker_world=t + R @ p_opt)
-            img = renderer.render(state)["cam"]
-            # Project from the world point through the renderer's own pose, as the node will.
-            R_r, t_r = renderer.camera_pose_optical("cam")
-            expected = lens.project((R_r.T @ (t + R @ p_opt - t_r))[None])[0]
-            err_px = np.linalg.norm(_red_centroid(img) - expected)
-            assert err_px < MAX_ERROR_PX, (p_opt, expected, err_px)
+        _assert_markers_land(model, renderer, lens, points, R, t)
     # The check can tell a wrong K: 0.5 % on fx alone moves the corner point past the limit.
     corner = np.array(points[3]).reshape(1, 1, 3)
     K_wrong = lens.K.copy()
@@ -110,6 +115,60 @@ def test_marker_lands_on_projection(model, lens, points):
     project = cv2.fisheye.projectPoints if lens.fisheye else cv2.projectPoints
     moved_px = project(corner, np.zeros(3), np.zeros(3), K_wrong, lens.D)[0] - lens.project(corner)
     assert np.linalg.norm(moved_px) > MAX_ERROR_PX
+
+
+@pytest.mark.parametrize("cameras, max_side", [(["top", "cam"], 4096), (["top", "top", "cam"], 900)],
+                         ids=["second_in_a_row", "wrapped_to_a_second_row"])
+def test_marker_lands_on_projection_from_any_cell_of_the_mosaic(model, cameras, max_side):
+    """All cameras render into one buffer side by side: a camera in another cell (here to
+    the right of one, or above two) must project exactly as one rendered alone."""
+    lens = Lens(320, 240)
+    _, data = _state(model)
+    R, t = camera_pose_optical(model, data, "cam")
+    with CameraRenderer(model, cameras, lens, mosaic_max_side_px=max_side) as renderer:
+        assert renderer.mosaic_shape[:2] == ((1 if max_side > 1000 else 2) * lens.source_height_px,
+                                             2 * lens.source_width_px)
+        _assert_markers_land(model, renderer, lens, FISHEYE_POINTS, R, t)
+
+
+def test_mosaic_cells_wrap_at_the_side_limit():
+    from robogym_ros.camera.renderer import mosaic_cells
+    assert mosaic_cells(3, 100, 50) == [(0, 0), (100, 0), (200, 0)]
+    assert mosaic_cells(3, 100, 50, max_side_px=250) == [(0, 0), (100, 0), (0, 50)]
+    assert mosaic_cells(2, 5000, 50) == [(0, 0), (0, 50)]  # wider than the limit: one a row
+
+
+def test_each_camera_renders_alone_in_its_cell(model):
+    """A camera's view in the mosaic equals that camera rendered by a renderer of its own:
+    no cell clears, overdraws or bleeds into another."""
+    lens = Lens(320, 240)
+    state, _ = _state(model, block_world=CAM_POS + [0.1, 0.9, 0.2])
+    with CameraRenderer(model, ["top", "cam", "top"], lens) as renderer:
+        together = renderer.render(state)
+        mosaic = renderer.new_mosaic()
+        renderer.render_raw(state, mosaic)
+        views = renderer.views(mosaic)
+    for name in ("cam", "top"):
+        with CameraRenderer(model, [name], lens) as alone:
+            single = alone.render(state)[name]
+        diff = np.abs(together[name].astype(int) - single.astype(int))
+        assert diff.max() <= 2 and diff.mean() < 0.01, (name, diff.max(), diff.mean())
+    assert np.array_equal(views[0], views[2])  # the same camera twice, the same pixels
+
+
+def test_rgba_read_back_holds_what_mujoco_reads_as_rgb(model):
+    """Without multisampling the mosaic is read as RGBA straight from the offscreen buffer;
+    its colour channels must be exactly what mjr_readPixels returns for the same render."""
+    import mujoco as mj
+    state, _ = _state(model, block_world=CAM_POS + [0.1, 0.9, 0.2])
+    with CameraRenderer(model, ["cam", "top"], Lens(320, 240), shadows_and_msaa=False) as renderer:
+        mosaic = renderer.new_mosaic()
+        assert mosaic.shape[2] == 4
+        renderer.render_raw(state, mosaic)
+        rgb = np.empty(mosaic.shape[:2] + (3,), np.uint8)
+        mj.mjr_readPixels(rgb, None, renderer._mosaic_rect, renderer._con)
+    np.testing.assert_array_equal(mosaic[..., :3], rgb)
+    assert mosaic[..., :3].any()
 
 
 def test_shapes_and_fresh_arrays(model):
@@ -138,7 +197,8 @@ def test_image_follows_state(model):
         before = renderer.render(hidden)["cam"]
         after = renderer.render(in_view)["cam"]
         again = renderer.render(hidden)["cam"]
-    green = lambda img: ((img[..., 1] > 2 * img[..., 0].astype(int)) & (img[..., 1] > 60)).sum()
+    def green(img):
+        return ((img[..., 1] > 2 * img[..., 0].astype(int)) & (img[..., 1] > 60)).sum()
     assert green(before) == 0 and green(after) > 500
     np.testing.assert_array_equal(before, again)  # nothing left over from the previous state
 

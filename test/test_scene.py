@@ -28,7 +28,7 @@ PENETRATION_LIMIT_M = 0.001
 FAR_MISS_MIN_M = 0.010  # robogym's far arm missed by 19 mm; keep at least 10 mm
 NEAR_REACH_TOL_M = 0.002
 
-# The published servo ranges (FIELD_NOTES §2), independent of the MJCF.
+# The published SO-101 servo ranges (the public arm model), independent of the MJCF.
 CTRLRANGE_RAD = {
     "shoulder_pan": (-1.91986, 1.91986),
     "shoulder_lift": (-1.74533, 1.74533),

@@ -65,7 +65,7 @@ def assert_fresh_and_true(kept, truth, min_ticks=8):
     """kept[i] is tick i as it was when kept; truth[i] is the sim's record of that tick.
 
     The oldest slot first: with aliasing it is the one that has drifted furthest from the
-    truth (0.25*(N-1) in FIELD_NOTES' example), while the newest slot still looks right.
+    truth (0.25*(N-1) in docs/background.md, Aliasing), while the newest slot still looks right.
     """
     assert len(kept) >= min_ticks and len(truth) >= len(kept)
     oldest_error = np.max(np.abs(np.subtract(kept[0].position, truth[0].position)))

@@ -40,6 +40,9 @@ def _frozen(a: np.ndarray) -> np.ndarray:
 
 @dataclass(frozen=True)
 class Lens:
+    """A camera's optics: equidistant fisheye (or pinhole) intrinsics, the pinhole source the
+    renderer draws, and the remap from one to the other. Frozen; its arrays are read-only."""
+
     width_px: int
     height_px: int
     hfov_deg: float = 79.5
@@ -128,23 +131,40 @@ class Lens:
         bottom_up = cv2.convertMaps(map_x, (src_h - 1) - map_y, cv2.CV_16SC2)
         set_(self, "_maps", (top_down, bottom_up))
 
-    def distort(self, pinhole_rgb: np.ndarray, *, bottom_up: bool = False) -> np.ndarray:
-        """Fisheye image (h, w, 3) uint8 from the source pinhole image; always a new array.
+    def distort(self, pinhole_rgb: np.ndarray, *, bottom_up: bool = False,
+                out: np.ndarray | None = None) -> np.ndarray:
+        """Fisheye image (h, w, 3) uint8 RGB from the source pinhole image: a new array, or
+        written into ``out`` (C-contiguous (h, w, 3) uint8) and returned.
 
-        ``pinhole_rgb`` has shape (source_height_px, source_width_px, 3), top row first
-        unless ``bottom_up`` (rows as glReadPixels returns them).
+        ``pinhole_rgb`` has shape (source_height_px, source_width_px, 3), or 4 channels RGBA
+        (alpha dropped), top row first unless ``bottom_up`` (rows as glReadPixels returns
+        them); a view into a larger image (a mosaic) will do. RGBA is what a GL framebuffer
+        holds, so reading it back is a plain copy; and OpenCV remaps 4 channels faster than 3.
         """
-        expected = (self.source_height_px, self.source_width_px, 3)
-        if pinhole_rgb.shape != expected or pinhole_rgb.dtype != np.uint8:
+        shape = pinhole_rgb.shape
+        if (shape[:2] != (self.source_height_px, self.source_width_px) or len(shape) != 3
+                or shape[2] not in (3, 4) or pinhole_rgb.dtype != np.uint8):
             raise ValueError(
-                f"expected a {expected} uint8 pinhole image, got {pinhole_rgb.shape} {pinhole_rgb.dtype}")
+                f"expected a {(self.source_height_px, self.source_width_px)} x 3 or 4 channel uint8 "
+                f"pinhole image, got {shape} {pinhole_rgb.dtype}")
+        if out is not None and (out.shape != (self.height_px, self.width_px, 3) or out.dtype != np.uint8
+                                or not out.flags.c_contiguous):
+            raise ValueError(f"out must be a C-contiguous ({self.height_px}, {self.width_px}, 3) uint8 "
+                             f"array, got {out.shape} {out.dtype}")
         if not self.fisheye:
-            # The flip copies already; otherwise copy explicitly (fresh array promised).
-            return np.ascontiguousarray(pinhole_rgb[::-1]) if bottom_up else pinhole_rgb.copy()
+            source = (pinhole_rgb[::-1] if bottom_up else pinhole_rgb)[..., :3]
+            if out is None:
+                return np.array(source, order="C")  # a copy, also of a flipped view
+            out[...] = source
+            return out
         map1, map2 = self._maps[1 if bottom_up else 0]
-        # cv2.remap allocates its output, so callers never share memory between frames.
-        return cv2.remap(pinhole_rgb, map1, map2, cv2.INTER_LINEAR,
-                         borderMode=cv2.BORDER_CONSTANT, borderValue=0)
+        # Without ``out`` cv2 allocates the output: callers never share memory between frames.
+        remapped = cv2.remap(pinhole_rgb, map1, map2, cv2.INTER_LINEAR,
+                             dst=out if shape[2] == 3 else None,
+                             borderMode=cv2.BORDER_CONSTANT, borderValue=0)
+        if shape[2] == 4:
+            return cv2.cvtColor(remapped, cv2.COLOR_RGBA2RGB, dst=out)
+        return remapped
 
     def project(self, points_cam: np.ndarray) -> np.ndarray:
         """Pixels (N, 2) of points (N, 3) in the optical frame; NaN for points not in front."""

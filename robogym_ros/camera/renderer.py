@@ -4,10 +4,14 @@ The renderer owns a *copy* of the model (it widens cam_fovy to the lens's source
 and enlarges the offscreen buffer) and its own MjData, so it can sit in another thread or
 process than physics and never disturbs the caller's model.
 
-It drives MuJoCo's GL calls itself instead of going through ``mujoco.Renderer`` for two
+It drives MuJoCo's GL calls itself instead of going through ``mujoco.Renderer`` for three
 reasons: multisampling has to be chosen before the MjrContext exists, which is only
-possible once the GL renderer is known; and OpenGL returns rows bottom-up, which the
-lens's remap can absorb for free instead of a full-image flip.
+possible once the GL renderer is known; OpenGL returns rows bottom-up, which the lens's
+remap can absorb for free instead of a full-image flip; and all cameras render side by side
+into one offscreen buffer (a mosaic, one viewport each) that is read back with a single
+``glReadPixels``. Reading back waits for the rasteriser to finish; once per frame instead of
+once per camera lets a software rasteriser (llvmpipe) work on all cameras in one go, which
+measured ~25 % less wall time for three cameras at 320x240.
 
 MUJOCO_GL must be set (e.g. ``egl``) before mujoco is first imported. A GL context is
 current on one thread at a time: use one CameraRenderer from one thread.
@@ -23,16 +27,17 @@ import numpy as np
 
 from robogym_ros.camera.lens import Lens
 from robogym_ros.camera.lookup import camera_id
+from robogym_ros.sim import frames
 
 try:
     from mujoco.rendering.classic.gl_context import GLContext
 except ImportError:  # mujoco < 4
     from mujoco.gl_context import GLContext
+# After GLContext: importing mujoco's GL backend picks PyOpenGL's platform (EGL, OSMesa).
+from OpenGL import GL  # noqa: E402 - PyOpenGL ships with mujoco's GL backends
 
 _log = logging.getLogger(__name__)  # no ROS here; the node reports what matters
 
-# MuJoCo camera axes (x right, y up, looking along -z) -> ROS optical (x right, y down, z fwd).
-_MJ_FROM_OPTICAL = np.diag([1.0, -1.0, -1.0])
 _SOFTWARE_GL_MARKERS = ("llvmpipe", "softpipe", "swrast", "software", "lavapipe", "swiftshader")
 
 
@@ -42,14 +47,19 @@ def camera_pose_optical(model: mujoco.MjModel, data: mujoco.MjData, name: str
 
     A world point p has optical coordinates R.T @ (p - t).
     """
-    cam_id = camera_id(model, name)
-    R_world_from_mj = data.cam_xmat[cam_id].reshape(3, 3)
-    return R_world_from_mj @ _MJ_FROM_OPTICAL, data.cam_xpos[cam_id].copy()
+    return frames.camera_pose_optical(model, data, camera_id(model, name))
+
+
+def mosaic_cells(n: int, width_px: int, height_px: int, max_side_px: int = 4096) -> list[tuple[int, int]]:
+    """(left, bottom) of each of ``n`` cells of width x height in one offscreen buffer: a row,
+    wrapped so no side exceeds ``max_side_px`` (every GL 3 implementation allows 4096) where
+    the cells allow."""
+    cols = max(1, min(n, max_side_px // max(width_px, 1)))
+    return [((i % cols) * width_px, (i // cols) * height_px) for i in range(n)]
 
 
 def _gl_renderer_string() -> str:
     try:
-        from OpenGL import GL  # PyOpenGL ships with mujoco's GL backends
         raw = GL.glGetString(GL.GL_RENDERER)
         return raw.decode() if raw else ""
     except Exception as exc:  # any failure just means "unknown"
@@ -73,7 +83,8 @@ class CameraRenderer:
     """
 
     def __init__(self, model: mujoco.MjModel, camera_names: Iterable[str], lens: Lens,
-                 *, shadows_and_msaa: bool | None = None, max_geom: int = 10000) -> None:
+                 *, shadows_and_msaa: bool | None = None, max_geom: int = 10000,
+                 mosaic_max_side_px: int = 4096) -> None:
         self._gl = None
         self._con = None
         self.lens = lens
@@ -90,13 +101,16 @@ class CameraRenderer:
             # A nonzero sensor size makes MuJoCo ignore fovy in favour of focal/sensor data.
             m.cam_sensorsize[cam_id] = 0.0
         w, h = lens.source_width_px, lens.source_height_px
-        m.vis.global_.offwidth = max(int(m.vis.global_.offwidth), w)
-        m.vis.global_.offheight = max(int(m.vis.global_.offheight), h)
+        cells = mosaic_cells(len(cam_ids), w, h, mosaic_max_side_px)
+        mosaic_w = max(left for left, _ in cells) + w
+        mosaic_h = max(bottom for _, bottom in cells) + h
+        m.vis.global_.offwidth = max(int(m.vis.global_.offwidth), mosaic_w)
+        m.vis.global_.offheight = max(int(m.vis.global_.offheight), mosaic_h)
         self._model = m
         self._data = mujoco.MjData(m)
         self._state_size = mujoco.mj_stateSize(m, mujoco.mjtState.mjSTATE_INTEGRATION)
 
-        self._gl = GLContext(w, h)
+        self._gl = GLContext(mosaic_w, mosaic_h)
         self._gl.make_current()
         self.gl_renderer = _gl_renderer_string()
         if shadows_and_msaa is None:
@@ -112,15 +126,23 @@ class CameraRenderer:
         self._option.sitegroup[:] = 0
         self._con = mujoco.MjrContext(m, mujoco.mjtFontScale.mjFONTSCALE_100)
         mujoco.mjr_setBuffer(mujoco.mjtFramebuffer.mjFB_OFFSCREEN, self._con)
-        self._rect = mujoco.MjrRect(0, 0, w, h)
+        self._mosaic_rect = mujoco.MjrRect(0, 0, mosaic_w, mosaic_h)
+        # Without multisampling the offscreen buffer is read directly, as RGBA: the format the
+        # framebuffer holds, a plain copy (llvmpipe: 0.13 ms for three 436x326 cameras, against
+        # 0.77 ms converting to RGB). With it, mjr_readPixels resolves the samples first.
+        self._read_rgba = self._con.offSamples == 0
+        self.mosaic_shape = (mosaic_h, mosaic_w, 4 if self._read_rgba else 3)
+        self._rects = [mujoco.MjrRect(left, bottom, w, h) for left, bottom in cells]
+        # glReadPixels rows run bottom-up, so a camera's cell is rows bottom..bottom+h.
+        self._slices = [(slice(bottom, bottom + h), slice(left, left + w)) for left, bottom in cells]
         self._cams = []
         for cam_id in cam_ids:
             cam = mujoco.MjvCamera()
             cam.type = mujoco.mjtCamera.mjCAMERA_FIXED
             cam.fixedcamid = cam_id
             self._cams.append(cam)
-        # Scratch for glReadPixels; only ever read by the remap, never handed out.
-        self._raw = np.empty((h, w, 3), dtype=np.uint8)
+        # Scratch for render(); only ever read by the remap, never handed out.
+        self._raw = self.new_mosaic()
 
     @property
     def model(self) -> mujoco.MjModel:
@@ -131,8 +153,18 @@ class CameraRenderer:
         """The renderer's MjData, holding the state of the last render()."""
         return self._data
 
-    def render(self, state: np.ndarray) -> dict[str, np.ndarray]:
-        """Images (h, w, 3) uint8 of every camera, all from this one mjSTATE_INTEGRATION state."""
+    def new_mosaic(self) -> np.ndarray:
+        """A buffer for render_raw(): every camera's source image, rows bottom-up, RGB or RGBA
+        (``mosaic_shape``); Lens.distort takes either."""
+        return np.empty(self.mosaic_shape, dtype=np.uint8)
+
+    def views(self, mosaic: np.ndarray) -> list[np.ndarray]:
+        """Each camera's source image in a mosaic (views, rows bottom-up), in camera order."""
+        return [mosaic[rows, cols] for rows, cols in self._slices]
+
+    def render_raw(self, state: np.ndarray, mosaic: np.ndarray) -> None:
+        """Render every camera at this one mjSTATE_INTEGRATION state into ``mosaic`` (from
+        new_mosaic()); the lens's ``distort(view, bottom_up=True)`` makes each image."""
         if self._con is None:
             raise RuntimeError("render() after close()")
         state = np.asarray(state, dtype=np.float64)
@@ -140,18 +172,28 @@ class CameraRenderer:
             raise ValueError(
                 f"state must be the mjSTATE_INTEGRATION vector of {self._state_size} numbers, "
                 f"got shape {state.shape}")
+        if mosaic.shape != self.mosaic_shape or mosaic.dtype != np.uint8:
+            raise ValueError(f"mosaic must be {self.mosaic_shape} uint8, got {mosaic.shape} {mosaic.dtype}")
         m, d = self._model, self._data
         mujoco.mj_setState(m, d, state, mujoco.mjtState.mjSTATE_INTEGRATION)
         mujoco.mj_forward(m, d)
         self._gl.make_current()
-        images = {}
-        for name, cam in zip(self.camera_names, self._cams):
+        for cam, rect in zip(self._cams, self._rects):
             mujoco.mjv_updateScene(m, d, self._option, None, cam, mujoco.mjtCatBit.mjCAT_ALL,
                                    self._scene)
-            mujoco.mjr_render(self._rect, self._scene, self._con)
-            mujoco.mjr_readPixels(self._raw, None, self._rect, self._con)
-            images[name] = self.lens.distort(self._raw, bottom_up=True)
-        return images
+            mujoco.mjr_render(rect, self._scene, self._con)
+        if self._read_rgba:
+            GL.glBindFramebuffer(GL.GL_READ_FRAMEBUFFER, self._con.offFBO)
+            GL.glReadPixels(0, 0, self.mosaic_shape[1], self.mosaic_shape[0], GL.GL_RGBA,
+                            GL.GL_UNSIGNED_BYTE, mosaic)
+        else:
+            mujoco.mjr_readPixels(mosaic, None, self._mosaic_rect, self._con)
+
+    def render(self, state: np.ndarray) -> dict[str, np.ndarray]:
+        """Images (h, w, 3) uint8 of every camera, all from this one mjSTATE_INTEGRATION state."""
+        self.render_raw(state, self._raw)
+        return {name: self.lens.distort(view, bottom_up=True)
+                for name, view in zip(self.camera_names, self.views(self._raw))}
 
     def camera_pose_optical(self, name: str) -> tuple[np.ndarray, np.ndarray]:
         """Pose of a camera at the last rendered state; see module-level camera_pose_optical."""

@@ -2,7 +2,9 @@
 publishes it at once (joint_states, ground truth, /clock), then offers it to the cameras.
 
 The executor thread (commands, services, diagnostics) never sits between physics and topics.
-Every message is built new for its tick (robogym_ros.nodes.messages).
+Every message is built new for its tick (robogym_ros.nodes.messages): joint_states as a
+message object, ground truth, object poses and /clock as serialized bytes built from names
+and frame ids encoded once.
 """
 from __future__ import annotations
 
@@ -30,6 +32,7 @@ class TickPublisher:
 
     def __init__(self, node, sim: SimProcess, joint_names: list[str]):
         self.joint_names = list(joint_names)
+        self._messages = messages.TickMessages(self.joint_names)
         self.pub_joints = node.create_publisher(JointState, contract.JOINT_STATES, STREAM_QOS)
         self.pub_truth = node.create_publisher(JointState, contract.TRUTH_JOINTS, STREAM_QOS)
         self.pub_objects = node.create_publisher(PoseArray, contract.TRUTH_OBJECTS, STREAM_QOS)
@@ -39,6 +42,7 @@ class TickPublisher:
         self._sim = sim
         self._published_index = -1
         self._cv = threading.Condition()
+        self._waiters = 0  # wait_published callers; the pump takes the lock only for them
         self._stopping = threading.Event()
         self._thread: threading.Thread | None = None
 
@@ -54,44 +58,45 @@ class TickPublisher:
         return self._thread is not None
 
     def _pump(self, on_tick, on_death) -> None:
-        # Once stopping, keep draining until the physics process is gone: a process blocked on
-        # a full tick pipe could not read its stop request otherwise.
+        # Blocks until the next tick: a wait with a timeout costs a poll per tick, ~1 % of a
+        # core at 100 Hz. The pump ends when the physics process does (EOF), which is also
+        # why it drains until then: a process blocked on a full tick pipe could not read its
+        # stop request otherwise.
         while True:
             try:
-                tick = self._sim.recv_tick(0.1)
+                tick = self._sim.recv_tick(None)
             except (EOFError, OSError):
                 if not self._stopping.is_set():
                     on_death()
                 return
-            if tick is None:
-                if self._stopping.is_set():
-                    return
+            if tick is None:  # not with timeout None; kept for a recv_tick that may time out
                 continue
             self.publish(tick)
             on_tick(tick)
 
     def publish(self, tick: Tick) -> None:
-        msgs = (
-            (self.pub_joints, messages.joint_state(tick, self.joint_names)),
-            (self.pub_truth, messages.joint_state(tick, self.joint_names)),
-            (self.pub_objects, messages.object_poses(tick)),
-            (self.pub_clock, messages.clock(tick)),
-        )
-        for pub, msg in msgs:
+        m = self._messages
+        for pub, build in ((self.pub_joints, m.joint_states), (self.pub_truth, m.truth),
+                           (self.pub_objects, m.object_poses), (self.pub_clock, m.clock)):
             try:
-                pub.publish(msg)
+                pub.publish(build(tick))
             except RCLError:  # a full or closing transport: count it, keep the sim going
                 self.publish_errors += 1
         self.published += 1
-        with self._cv:
-            self._published_index = tick.index
-            self._cv.notify_all()
+        self._published_index = tick.index
+        if self._waiters:  # set before the index is tested under the lock: none is missed
+            with self._cv:
+                self._cv.notify_all()
 
     def wait_published(self, index: int, timeout_s: float = 5.0) -> None:
         """Return once tick ``index`` is on the wire (a caller may read it right away)."""
         with self._cv:
-            if not self._cv.wait_for(lambda: self._published_index >= index, timeout_s):
-                raise TimeoutError(f"tick {index} was not published within {timeout_s:g} s")
+            self._waiters += 1
+            try:
+                if not self._cv.wait_for(lambda: self._published_index >= index, timeout_s):
+                    raise TimeoutError(f"tick {index} was not published within {timeout_s:g} s")
+            finally:
+                self._waiters -= 1
 
     def stopping(self) -> None:
         """From now on the end of the tick stream is expected, not a death."""
