@@ -75,21 +75,7 @@ def check_tick_grid(stamps_ns: Any, control_dt_ns: int, *, reorder_window_ticks:
     kinds, segments = classify_stamps(stamps, dt, reorder_window_ticks=reorder_window_ticks)
 
     off_grid = stamps[stamps % dt != 0]
-    n_expected = 0
-    dropped: list[int] = []
-    periods: list[np.ndarray] = []
-    n_unique = 0
-    for seg in np.unique(segments):
-        s = stamps[segments == seg]
-        ticks = np.unique(np.round(s / dt).astype(np.int64))
-        n_unique += len(ticks)
-        n_expected += int(ticks[-1] - ticks[0] + 1)
-        missing = np.setdiff1d(np.arange(ticks[0], ticks[-1] + 1), ticks, assume_unique=True)
-        dropped.extend(int(t) * dt for t in missing)
-        in_order = s[kinds[segments == seg] == NEW]
-        periods.append(np.diff(in_order))
-    all_periods = np.concatenate(periods) if periods else np.array([], np.int64)
-    period_ns = int(np.median(all_periods)) if len(all_periods) else None
+    n_unique, n_expected, dropped, period_ns = _account_runs(stamps, kinds, segments, dt)
     dups = stamps[kinds == DUPLICATE]
     reord = stamps[kinds == REORDERED]
     jump_idx = np.flatnonzero(kinds == RESTART)
@@ -118,6 +104,40 @@ def check_tick_grid(stamps_ns: Any, control_dt_ns: int, *, reorder_window_ticks:
         "n_off_grid": int(len(off_grid)),
         "off_grid_stamps_ns": _capped(off_grid),
     }
+    findings = _grid_findings(stamps, kinds, segments, dt, dropped, n_expected, jumps, off_grid, period_ns)
+
+    period_txt = "period n/a" if period_ns is None else (
+        f"period {period_ns / 1e6:g} ms" + (" = control dt" if period_ns == dt else f" != control dt {dt / 1e6:g} ms"))
+    summary = (f"received {n_unique} of {n_expected} expected ticks ({fmt_s(stamps.min())}..{fmt_s(stamps.max())}"
+               f"{', ' + str(figures['n_runs']) + ' runs' if figures['n_runs'] > 1 else ''}); dropped {len(dropped)}, "
+               f"duplicated {len(dups)}, reordered {len(reord)}, jumps back {len(jumps)}, off-grid {len(off_grid)}; "
+               f"{period_txt}; {'monotonic' if figures['monotonic'] else 'not monotonic'}")
+    return CheckResult(name, summary, figures, tuple(findings))
+
+
+def _account_runs(stamps: np.ndarray, kinds: np.ndarray, segments: np.ndarray, dt: int
+                  ) -> tuple[int, int, list[int], int | None]:
+    """(unique ticks, expected ticks, dropped stamps, median in-order period) over every run."""
+    n_unique = n_expected = 0
+    dropped: list[int] = []
+    periods: list[np.ndarray] = []
+    for seg in np.unique(segments):
+        s = stamps[segments == seg]
+        ticks = np.unique(np.round(s / dt).astype(np.int64))
+        n_unique += len(ticks)
+        n_expected += int(ticks[-1] - ticks[0] + 1)
+        missing = np.setdiff1d(np.arange(ticks[0], ticks[-1] + 1), ticks, assume_unique=True)
+        dropped.extend(int(t) * dt for t in missing)
+        periods.append(np.diff(s[kinds[segments == seg] == NEW]))
+    all_periods = np.concatenate(periods) if periods else np.array([], np.int64)
+    period_ns = int(np.median(all_periods)) if len(all_periods) else None
+    return n_unique, n_expected, dropped, period_ns
+
+
+def _grid_findings(stamps: np.ndarray, kinds: np.ndarray, segments: np.ndarray, dt: int, dropped: list[int],
+                   n_expected: int, jumps: list[dict], off_grid: np.ndarray, period_ns: int | None) -> list[Finding]:
+    dups = stamps[kinds == DUPLICATE]
+    reord = stamps[kinds == REORDERED]
     findings: list[Finding] = []
     if dropped:
         findings.append(Finding("dropped_ticks", (
@@ -147,11 +167,4 @@ def check_tick_grid(stamps_ns: Any, control_dt_ns: int, *, reorder_window_ticks:
         findings.append(Finding("period_mismatch", (
             f"median period {period_ns / 1e6:g} ms = {ratio:.2f} x control dt {dt / 1e6:g} ms"),
             {"period_ns": period_ns, "control_dt_ns": dt, "ratio": ratio}))
-
-    period_txt = "period n/a" if period_ns is None else (
-        f"period {period_ns / 1e6:g} ms" + (" = control dt" if period_ns == dt else f" != control dt {dt / 1e6:g} ms"))
-    summary = (f"received {n_unique} of {n_expected} expected ticks ({fmt_s(stamps.min())}..{fmt_s(stamps.max())}"
-               f"{', ' + str(figures['n_runs']) + ' runs' if figures['n_runs'] > 1 else ''}); dropped {len(dropped)}, "
-               f"duplicated {len(dups)}, reordered {len(reord)}, jumps back {len(jumps)}, off-grid {len(off_grid)}; "
-               f"{period_txt}; {'monotonic' if figures['monotonic'] else 'not monotonic'}")
-    return CheckResult(name, summary, figures, tuple(findings))
+    return findings

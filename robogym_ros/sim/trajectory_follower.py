@@ -37,10 +37,6 @@ class TrajectoryCommand:
     lower: np.ndarray  # (n_joints,) each joint's target range
     upper: np.ndarray
 
-    @property
-    def end_offset_ns(self) -> int:
-        return int(self.times_ns[-1])
-
     def has_velocity(self, point: int) -> bool:
         return not np.isnan(self.velocities[point]).any()
 
