@@ -1,4 +1,5 @@
 """rosbag2 round trips (mcap and sqlite3), an independent mcap cross-check, and clear errors."""
+import dataclasses
 import json
 
 import numpy as np
@@ -260,3 +261,49 @@ def test_writer_finalises_on_error(tmp_path):
             bag.write_joint_state("/joint_states", DT_NS, ["a"], [0.5])
             raise RuntimeError("recorder crashed")
     assert read_bag(tmp_path / "bag").joint_states.position.tolist() == [[0.5]]
+
+
+# --- messages that do not deserialize: judged as lost data, never a refused bag -----------------
+
+TRUNCATED_JOINT_STATE = b"\x00\x01\x00\x00" + b"\x05\x00\x00\x00\x00\x00"  # a stamp cut short
+
+
+def write_still_bag(path, storage, malformed_after=None):
+    """A still arm, no cameras; a truncated joint_states message after tick ``malformed_after``."""
+    stamps, *_ = trajectory()
+    with BagWriter(path, storage=storage) as bag:
+        bag.write_spec("/robogym_sim/spec", dataclasses.replace(SPEC, cameras=()))
+        q, v, e = (np.zeros(len(NAMES)),) * 3
+        for k, s in enumerate(stamps):
+            bag.write_joint_state("/joint_states", s, NAMES, q, v, e)
+            bag.write_joint_state("/ground_truth/joint_states", s, NAMES, q, v, e)
+            if k == malformed_after:
+                bag.write_raw("/joint_states", "sensor_msgs/msg/JointState", TRUNCATED_JOINT_STATE, int(s) + 1)
+    return stamps
+
+
+@pytest.mark.parametrize("storage", ["mcap", "sqlite3"])
+def test_a_malformed_message_in_a_bag_is_a_decoding_finding_and_the_rest_is_checked(tmp_path, storage):
+    from robogym_ros.nodes.recorder_node import check_bag
+    write_still_bag(tmp_path / "clean", storage)
+    clean = check_bag(str(tmp_path / "clean"))  # positive control: the same bag without the fault
+    assert clean.exit_code == EXIT_PASS and "every message decoded" in clean.to_dict()["checks"][-1]["summary"]
+    stamps = write_still_bag(tmp_path / "faulty", storage, malformed_after=60)
+    data = read_bag(tmp_path / "faulty")
+    assert len(data.joint_states) == len(stamps) and data.malformed["/joint_states"].n == 1
+    verdict = check_bag(str(tmp_path / "faulty"))
+    assert verdict.exit_code == EXIT_FAIL
+    assert [(check, f.code) for check, f in verdict.findings] == [("decoding", "malformed_messages")]
+    assert "1 malformed message, lost" in verdict.findings[0][1].message
+
+
+def test_a_bag_whose_joint_states_all_fail_to_decode_fails_it_is_no_usage_error(tmp_path):
+    from robogym_ros.nodes.recorder_node import check_bag
+    with BagWriter(tmp_path / "bag") as bag:
+        bag.write_spec("/robogym_sim/spec", SPEC)
+        for s in trajectory(10)[0]:
+            bag.write_raw("/joint_states", "sensor_msgs/msg/JointState", TRUNCATED_JOINT_STATE, int(s))
+    verdict = check_bag(str(tmp_path / "bag"))
+    assert verdict.exit_code == EXIT_FAIL
+    assert [f.code for _, f in verdict.findings] == ["malformed_messages"]
+    assert "10 malformed messages" in verdict.findings[0][1].message

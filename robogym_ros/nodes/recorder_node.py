@@ -5,7 +5,9 @@
 
 Live: waits for the sim's latched ``robogym_sim/spec`` (joint names, control dt, topics),
 subscribes RELIABLE to joint_states, ground truth, cameras, the sim's skipped-frame reports
-and run state, copies every message into preallocated rings, and at the end (duration,
+and run state, copies every message into preallocated rings (joint_states and ground truth
+raw: their CDR bytes decoded straight into the rings, no message objects; a malformed one is
+a finding), and at the end (duration,
 ticks, Ctrl-C or SIGTERM) prints the verdict. ``--record`` writes the received bytes as they
 came (raw CDR) into an mcap bag, finalised in every case. Exit code: 0 pass, 1 fail, 2 usage
 error or no data.
@@ -42,8 +44,16 @@ from robogym_ros.checks import clip  # noqa: E402
 from robogym_ros.contract import CameraSpec, JointSpec, Spec  # noqa: E402
 from robogym_ros.nodes.qos import DIAGNOSTICS_QOS, SPEC_QOS, STATE_QOS, STREAM_QOS  # noqa: E402
 from robogym_ros.nodes.spin import StoppableNode, run_node  # noqa: E402
-from robogym_ros.recorder.bagio import BagError, BagWriter, align_truth, read_bag  # noqa: E402
-from robogym_ros.recorder.recording import Recording, offline_frame_evidence, silence_s, verdict_results  # noqa: E402
+from robogym_ros.recorder.bagio import BagError, BagWriter, UndecodableBag, align_truth, read_bag  # noqa: E402
+from robogym_ros.recorder.decoding import decoding_result  # noqa: E402
+from robogym_ros.recorder.recording import (  # noqa: E402
+    GROUND_TRUTH,
+    JOINT_STATES,
+    Recording,
+    offline_frame_evidence,
+    silence_s,
+    verdict_results,
+)
 from robogym_ros.recorder.ring import recording_bytes  # noqa: E402
 from robogym_ros.recorder.schedules import SpecChange  # noqa: E402
 from robogym_ros.recorder.verdict import EXIT_USAGE, Verdict  # noqa: E402
@@ -109,8 +119,9 @@ class RecorderNode(StoppableNode):
                                latched=True)
         self.recording = rec = Recording(spec, self.args.capacity,
                                          pixel_budget_bytes=int(self.args.keep_pixels_mb * 2**20))
-        self._subscribe(spec.topic("ground_truth_joints").name, JointState, rec.store_truth)
-        self._subscribe(spec.topic("joint_states").name, JointState, self._on_joint_state)
+        # Joint streams always raw: decoded straight into the rings (no message object per tick).
+        self._subscribe(spec.topic("ground_truth_joints").name, JointState, self._on_truth, raw=True)
+        self._subscribe(spec.topic("joint_states").name, JointState, self._on_joint_state, raw=True)
         if self.bag is not None and "ground_truth_objects" in spec.topics:
             self._subscribe(spec.topic("ground_truth_objects").name, PoseArray, None)
         self._subscribe(self._sim_topic(spec, "state", "robogym_sim/state"), String, rec.store_run_state,
@@ -154,9 +165,12 @@ class RecorderNode(StoppableNode):
             return f"{namespace}/{relative}"
         return self.resolve_topic_name(relative)
 
-    def _subscribe(self, topic: str, msg_type, store, qos: QoSProfile = RECORD_QOS):
+    def _subscribe(self, topic: str, msg_type, store, qos: QoSProfile = RECORD_QOS, *, raw: bool = False):
+        """Subscribe ``store`` (None: bag only) to ``topic``; it takes the serialized bytes if ``raw``,
+        else a message object. With ``--record`` every subscription is raw: the bag gets the bytes
+        as they came, and a typed ``store`` the message deserialized from them."""
         if self.bag is None:
-            return self.create_subscription(msg_type, topic, store, qos)
+            return self.create_subscription(msg_type, topic, store, qos, raw=raw)
         type_name = _type_name(msg_type)
         bag = self.bag
         joints = store == self._on_joint_state
@@ -164,25 +178,36 @@ class RecorderNode(StoppableNode):
         def on_raw(data: bytes) -> None:
             if not self.storing:
                 return
-            ended = self.recording.ended
-            if not (joints and ended):  # after the end, joint_states only show the stream alive
+            if not (joints and self.recording.ended):  # after the end, joint_states only show the stream alive
                 bag.write_raw(topic, type_name, data, self.get_clock().now().nanoseconds,
                               latched=qos is STATE_QOS)
             if store is not None:
-                store(deserialize_message(data, msg_type))
+                store(data if raw else deserialize_message(data, msg_type))
         return self.create_subscription(msg_type, topic, on_raw, qos, raw=True)
 
     # --- streams -----------------------------------------------------------------------------------
-    def _on_joint_state(self, msg: JointState) -> None:
+    def _on_joint_state(self, data: bytes) -> None:
+        """A serialized JointState; malformed ones are counted by the recording, for the verdict."""
         if not self.storing:
             return
         ended = self.recording.ended
-        self.recording.store_joint_state(msg)
+        if not self.recording.store_joint_state_cdr(data):
+            self._warn_malformed(JOINT_STATES)
         if not ended:
-            self.received += 1
+            self.received += 1  # malformed ones too: --ticks counts what arrived
             if self.args.ticks is not None and self.received >= self.args.ticks:
                 self.recording.end("ticks reached")  # exactly --ticks, not what arrives until the next poll
                 self.request_stop(0, "ticks reached")
+
+    def _on_truth(self, data: bytes) -> None:
+        if not self.recording.store_truth_cdr(data):
+            self._warn_malformed(GROUND_TRUTH)
+
+    def _warn_malformed(self, stream: str) -> None:
+        bad = self.recording.malformed[stream]
+        if bad.n == 1:  # once per stream; the verdict counts them all
+            self.get_logger().error(f"a {stream} message is malformed and is lost (the verdict counts them): "
+                                    f"{clip(bad.first_error, 300)}")
 
     def _on_timer(self) -> None:
         if self.spec_at is None:
@@ -472,11 +497,18 @@ def _unwritable_file(path: str) -> str | None:
 def check_bag(path: str) -> Verdict:
     try:
         data = read_bag(path, recover=True)
+    except UndecodableBag as exc:  # joint_states came, none decodes: a fault in the data, not a usage error
+        return Verdict([decoding_result({}, exc.malformed)], title=f"{TITLE} ({clip(path)})",
+                       notes=[f"{exc}: no other check could run"])
     except BagError as exc:
         return Verdict.from_usage_error(str(exc), title=TITLE)
     notes = []
     if data.recovery is not None:
         notes.append(data.recovery.describe(path))
+    decoding = decoding_result(data.decoded, data.malformed)
+    if data.ground_truth is None and data.malformed:
+        return Verdict([decoding], title=f"{TITLE} ({clip(path)})",
+                       notes=notes + ["no ground truth could be decoded: no other check could run"])
     if data.ground_truth is None:
         return Verdict.from_usage_error(
             f"{clip(path)}: no ground_truth/joint_states topic, nothing to prove the data against; "
@@ -497,6 +529,7 @@ def check_bag(path: str) -> Verdict:
     results, more = verdict_results(js.stamp_ns, js.position, js.velocity, gt.stamp_ns, gt.position,
                                     gt.velocity, spec, images=data.images, frames=frames, with_notes=True)
     results.append(_offline_stream_end(data, spec))
+    results.append(decoding)
     return Verdict(results, title=f"{TITLE} ({clip(path)})", notes=notes + more)
 
 

@@ -22,6 +22,7 @@ from rosbags.typesys import Stores, get_typestore
 
 from robogym_ros.checks import BYTES_PER_PIXEL, ImageMeta, clip, digest
 from robogym_ros.contract import POSE_LAYOUT, POSE_SIZE, SPEC_QOS, STREAM_QOS, Spec, join_stamp, split_stamp
+from robogym_ros.recorder.decoding import Malformed
 
 JOINT_STATE = "sensor_msgs/msg/JointState"
 POSE_ARRAY = "geometry_msgs/msg/PoseArray"
@@ -49,6 +50,14 @@ class BagError(Exception):
     def __init__(self, message: str, cause: BaseException | None = None):
         super().__init__(message)
         self.cause = cause
+
+
+class UndecodableBag(BagError):
+    """The bag holds joint_states, but not one of them deserializes: a fault in the data."""
+
+    def __init__(self, message: str, malformed: dict[str, Malformed]):
+        super().__init__(message)
+        self.malformed = malformed
 
 
 # ----------------------------------------------------------------------------- writing
@@ -242,6 +251,8 @@ class BagData:
     recorder_notes: tuple[int, str] | None = None  # (log time, JSON) the recorder wrote at its end
     end_log_time_ns: int | None = None  # the newest log time of any message read
     recovery: Recovery | None = None  # set when the bag was truncated and read up to the cut
+    malformed: dict[str, Malformed] = field(default_factory=dict)  # topic -> messages that did not deserialize
+    decoded: dict[str, int] = field(default_factory=dict)  # joint_states and ground truth topics -> messages read
 
 
 def _parts(topic: str) -> list[str]:
@@ -537,8 +548,13 @@ def _read(path: Path, source: _Source, namespace: str | None, image_digests: boo
         t for t, ty in topics.items() if ty in (IMAGE, CAMERA_INFO)}
     msgs: dict[str, list[tuple[int, Any]]] = {t: [] for t in wanted if t}
     images: list[ImageMeta] = []
+    malformed: dict[str, Malformed] = {}
     for topic, msgtype, log_ns, raw in source.messages({t for t in wanted if t}):
-        msg = typestore.deserialize_cdr(raw, msgtype)
+        try:
+            msg = typestore.deserialize_cdr(raw, msgtype)
+        except Exception as err:  # noqa: BLE001 - a message that is not its type: counted, judged as lost
+            malformed.setdefault(topic, Malformed()).add(f"{type(err).__name__}: {err}")
+            continue
         if msgtype == IMAGE:
             # Pixels are dropped here: a long recording of them would not fit in memory.
             images.append(ImageMeta(_stamp(msg.header), int(msg.width), int(msg.height), int(msg.step),
@@ -546,6 +562,8 @@ def _read(path: Path, source: _Source, namespace: str | None, image_digests: boo
                                     digest(msg.data) if image_digests else None))
         else:
             msgs[topic].append((log_ns, msg))
+    if not msgs[js] and js in malformed:
+        raise UndecodableBag(f"{_clip(path)}: no message on {js} could be decoded", malformed)
     if not msgs[js]:
         raise BagError(f"{_clip(path)}: topic {js} has no messages; the bag has: {_describe(all_topics)}")
     joint_states = _joint_series(js, msgs[js], path)
@@ -579,7 +597,8 @@ def _read(path: Path, source: _Source, namespace: str | None, image_digests: boo
     return BagData(path, source.storage, all_topics, dict(source.counts), joint_states, ground_truth, poses,
                    tuple(images), infos, spec, specs=tuple(specs), run_states=tuple(states), camera_skips=skips,
                    recorder_notes=(notes[0], notes[1].data) if notes else None,
-                   end_log_time_ns=_last_log_time(msgs))
+                   end_log_time_ns=_last_log_time(msgs), malformed=malformed,
+                   decoded={t: len(m) for t, m in msgs.items() if t in (js, gt)})
 
 
 def _last_log_time(msgs: dict[str, list[tuple[int, Any]]]) -> int | None:

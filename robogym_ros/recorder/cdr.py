@@ -25,6 +25,7 @@ DDS copies it, so nothing a subscriber receives shares memory with anything here
 """
 from __future__ import annotations
 
+import operator
 import struct
 from dataclasses import dataclass
 from typing import Sequence
@@ -219,6 +220,22 @@ def encode_names(names: Sequence[str]) -> bytes:
     return bytes(out)
 
 
+def _unpadded_spans(names: Sequence[str], start: int) -> list[tuple[int, int]]:
+    """(begin, end) offsets of the bytes of an encoded sequence<string> at ``start`` that are
+    not alignment padding (count, then each length + text + NUL), adjacent ones merged."""
+    spans = [(start, start + 4)]
+    offset = start + 4
+    for name in names:
+        offset = _align(offset, 4)
+        end = offset + 4 + len(name.encode("utf-8")) + 1
+        if spans[-1][1] == offset:
+            spans[-1] = (spans[-1][0], end)
+        else:
+            spans.append((offset, end))
+        offset = end
+    return spans
+
+
 class JointStateDecoder:
     """Decodes serialized JointStates of one known joint list into preallocated rows.
 
@@ -257,7 +274,12 @@ class JointStateDecoder:
         stride = 8 * n + 8
         pad = first - count_at - 4
         counts = struct.Struct(f"<I{pad + 8 * n}xI{4 + 8 * n}xI")
-        layout = (names_at, count_at, counts, first, first + 2 * stride + 8 * n, (stride, 8))
+        # The names' bytes without the padding between them: rclpy's serializer leaves that
+        # padding uninitialised, so messages from rclpy publishers fail the startswith check.
+        spans = _unpadded_spans(self.names, names_at)
+        unpadded = (operator.itemgetter(*[slice(a, b) for a, b in spans]),
+                    tuple(self._names_block[a - names_at:b - names_at] for a, b in spans))
+        layout = (names_at, count_at, counts, first, first + 2 * stride + 8 * n, (stride, 8), unpadded)
         self._layouts[frame_len] = layout
         return layout
 
@@ -278,9 +300,9 @@ class JointStateDecoder:
                 frame_len > 1 and not data[_HEAD + 12:end - 1].isascii()):
             _header(data)  # raises, naming what is wrong (or accepts a UTF-8 frame_id)
         layout = self._layouts.get(frame_len) or self._layout(frame_len)
-        names_at, count_at, counts, first, last, strides = layout
+        names_at, count_at, counts, first, last, strides, (unpadded, expected) = layout
         n = self.n_joints
-        if data.startswith(self._names_block, names_at):
+        if data.startswith(self._names_block, names_at) or unpadded(data) == expected:
             # The common case: position, velocity and effort all have n values.
             if n and last <= size and counts.unpack_from(data, count_at) == (n, n, n):
                 out[...] = np.ndarray(self._shape, _F64, data, first, strides)

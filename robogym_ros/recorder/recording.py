@@ -23,6 +23,8 @@ from robogym_ros import checks
 from robogym_ros.checks import RunStateReport, StreamActivity
 from robogym_ros.checks.frames import frames_summary
 from robogym_ros.contract import NS_PER_S, RunState, Spec, header_stamp_ns, join_stamp
+from robogym_ros.recorder.cdr import JointStateDecoder, decode_joint_state
+from robogym_ros.recorder.decoding import Malformed, decoding_result
 from robogym_ros.recorder.ring import ImageRing, Ring
 from robogym_ros.recorder.schedules import OFFLINE_SETTLE_PERIODS, SpecChange, camera_period_ns, frame_schedules
 from robogym_ros.recorder.verdict import Verdict
@@ -79,6 +81,10 @@ class Recording:
         self.images = ImageRing(image_capacity, pixel_budget_bytes=pixel_budget_bytes)
         self.recent: deque = deque(maxlen=RECENT_FOR_AUDIT)
         self.foreign_names = 0  # messages whose joint names differ from the spec's
+        self.malformed: dict[str, Malformed] = {}  # stream -> serialized messages that did not decode
+        self._decoder = JointStateDecoder(self.names)
+        # One scratch per stream, reused: decode_into writes it, store_rows copies it out.
+        self._scratch = {s: np.empty((3, len(self.names))) for s in (JOINT_STATES, GROUND_TRUTH)}
         self.spec_updates = 0  # sim restarts seen (a spec from another instance)
         self.last_joint_ns = -1  # newest stamps seen in the current run of the sim,
         self.last_truth_ns = -1  # without copying a ring
@@ -147,35 +153,80 @@ class Recording:
             self._live_since[key] = self._now()
 
     # --- storing -----------------------------------------------------------------------------------
-    def _columns(self, msg) -> tuple:
-        if list(msg.name) == self.names:
-            return msg.position, msg.velocity, msg.effort
+    # Two ways in, one bookkeeping (_arrived): message objects (rclpy's typed callbacks, a bag, a
+    # test), and serialized CDR as a raw subscription delivers it, decoded straight into a
+    # scratch row block and copied into the ring with one tobytes (no Python message object).
+
+    def _columns(self, names, position, velocity, effort) -> tuple:
+        if list(names) == self.names:
+            return position, velocity, effort
         self.foreign_names += 1  # realign by name; a joint the spec lacks is dropped
-        index = {n: i for i, n in enumerate(msg.name)}
+        index = {n: i for i, n in enumerate(names)}
         cols = []
-        for field in (msg.position, msg.velocity, msg.effort):
+        for field in (position, velocity, effort):
             cols.append([field[index[n]] if n in index and len(field) > index[n] else np.nan
                          for n in self.names] if len(field) else field)
         return tuple(cols)
 
     def store_joint_state(self, msg) -> None:
-        stamp = header_stamp_ns(msg)
-        self.activity[JOINT_STATES].arrived(stamp, self._now(), self.ended)
-        if self.ended:
-            return
-        position, velocity, effort = self._columns(msg)
-        self.joints.store(stamp, position, velocity, effort)
-        self.joint_stamps.append(stamp)
-        self.recent.append(msg.position)
-        self.last_joint_ns = self._newest(self.last_joint_ns, stamp)
+        """A sensor_msgs/JointState message object; another name order is realigned by name."""
+        stamp, ended = header_stamp_ns(msg), self.ended
+        if not ended:  # after the end, its arrival only shows the stream alive
+            self.joints.store(stamp, *self._columns(msg.name, msg.position, msg.velocity, msg.effort))
+        self._arrived(JOINT_STATES, stamp, ended, msg.position)
 
     def store_truth(self, msg) -> None:
         stamp = header_stamp_ns(msg)
-        position, velocity, effort = self._columns(msg)
-        self.truth.store(stamp, position, velocity, effort)
-        self.truth_stamps.append(stamp)
-        self.activity[GROUND_TRUTH].arrived(stamp, self._now(), self.ended)
-        self.last_truth_ns = self._newest(self.last_truth_ns, stamp)
+        self.truth.store(stamp, *self._columns(msg.name, msg.position, msg.velocity, msg.effort))
+        self._arrived(GROUND_TRUTH, stamp, self.ended, msg.position)
+
+    def store_joint_state_cdr(self, data: bytes) -> bool:
+        """A serialized sensor_msgs/JointState (``raw=True``). False, storing nothing, if the bytes
+        are malformed: counted per stream for the verdict, never raised."""
+        ended = self.ended
+        stamp = self._store_cdr(JOINT_STATES, self.joints, data, store=not ended)
+        if stamp is None:
+            return False
+        # The received bytes themselves (immutable): a slot that were a view into them would
+        # share their memory, which the buffer audit looks for.
+        self._arrived(JOINT_STATES, stamp, ended, data)
+        return True
+
+    def store_truth_cdr(self, data: bytes) -> bool:
+        """A serialized ground-truth sensor_msgs/JointState; as :meth:`store_joint_state_cdr`."""
+        stamp = self._store_cdr(GROUND_TRUTH, self.truth, data, store=True)
+        if stamp is None:
+            return False
+        self._arrived(GROUND_TRUTH, stamp, self.ended, data)
+        return True
+
+    def _store_cdr(self, stream: str, ring: Ring, data: bytes, *, store: bool) -> int | None:
+        """Decode and (if ``store``) copy into ``ring``; the stamp, or None if malformed."""
+        scratch = self._scratch[stream]
+        try:
+            stamp = self._decoder.decode_into(data, scratch)
+            if stamp is None:  # other joint names or order: the slow path, realigned by name
+                msg = decode_joint_state(data)
+                stamp = msg.stamp_ns
+                if store:
+                    ring.store(stamp, *self._columns(msg.name, msg.position, msg.velocity, msg.effort))
+            elif store:
+                ring.store_rows(stamp, scratch)
+        except ValueError as exc:  # CdrError, or fields that cannot fill a slot: lost, counted
+            self.malformed.setdefault(stream, Malformed()).add(str(exc))
+            return None
+        return stamp
+
+    def _arrived(self, stream: str, stamp: int, ended: bool, received) -> None:
+        """What every stored (or, after the end, arrived) joint_states/truth message updates."""
+        self.activity[stream].arrived(stamp, self._now(), ended)
+        if stream == GROUND_TRUTH:  # truth is stored after the end too: the last ticks catch up
+            self.truth_stamps.append(stamp)
+            self.last_truth_ns = self._newest(self.last_truth_ns, stamp)
+        elif not ended:
+            self.joint_stamps.append(stamp)
+            self.recent.append(received)
+            self.last_joint_ns = self._newest(self.last_joint_ns, stamp)
 
     def _newest(self, newest: int, stamp: int) -> int:
         return stamp if stamp < newest - self._restart_jump_ns else max(newest, stamp)
@@ -267,6 +318,9 @@ class Recording:
             paused = self.run_states[-1].paused if self.run_states else None
             why = (" (the sim reports itself paused: resume it)" if paused else
                    ": is the sim running and unpaused, on the same ROS_DOMAIN_ID and namespace?")
+            if JOINT_STATES in self.malformed:  # they came, but none could be decoded: a fault, not a usage error
+                return Verdict([self.decoding_result()], title=title,
+                               notes=["no joint_states could be decoded: no other check could run"])
             return Verdict.from_usage_error(f"no joint_states received{why}", title=title)
         results, notes = verdict_results(
             js.stamp_ns, js.position, js.velocity, truth.stamp_ns, truth.position, truth.velocity, self.spec,
@@ -281,11 +335,16 @@ class Recording:
         results.append(checks.check_stream_end(
             self.stream_activity(), self.run_states,
             silence_s=max(silence_s(c.spec) for c in self.history)))
+        results.append(self.decoding_result())
         if self.spec_updates:  # a spec from another instance: the sim restarted under us
             checks.by_name(results, "tick_grid").figures["sim_restarts_seen"] = self.spec_updates
         if self.bad_run_states:
             notes.append(f"{self.bad_run_states} run-state messages were not valid and were ignored")
         return Verdict(results, title=title, notes=notes)
+
+    def decoding_result(self) -> checks.CheckResult:
+        """Serialized messages that could not be decoded: their data is lost, so a failure."""
+        return decoding_result({stream: a.n + a.after_end for stream, a in self.activity.items()}, self.malformed)
 
 
 def silence_s(spec: Spec) -> float:

@@ -118,6 +118,7 @@ class Ring(_Slots):
         self._digest: list[bytes] = [b""] * self._capacity
         # Stores write whole slots as bytes through this view: a slot is one (3, n) float64 row.
         self._bytes = memoryview(self._payload.reshape(-1)).cast("B")
+        self._row_shape = (3, self._n)
         self._row_nbytes = 3 * self._n * _F64.itemsize
         self._nan_bytes = np.full(self._n, np.nan).tobytes()
 
@@ -145,7 +146,23 @@ class Ring(_Slots):
             _f64_bytes(position, n, "position"),
             _f64_bytes(velocity, n, "velocity") if velocity is not None and len(velocity) else self._nan_bytes,
             _f64_bytes(effort, n, "effort") if effort is not None and len(effort) else self._nan_bytes))
-        digest = hashlib.blake2b(row, digest_size=DIGEST_SIZE).digest()  # same bytes as the slot
+        return self._write(stamp_ns, row)
+
+    def store_rows(self, stamp_ns: int, rows: np.ndarray) -> int:
+        """Copy a (3, n_joints) float64 array (rows: position, velocity, effort; NaN where a
+        message carried none) into the next slot with one ``tobytes``; returns the slot index.
+
+        For rows decoded straight from CDR into a reused scratch array: the slot gets a copy,
+        the caller may overwrite ``rows`` at once.
+        """
+        if type(rows) is not np.ndarray or rows.shape != self._row_shape or rows.dtype != _F64:
+            raise ValueError(f"rows must be a float64 array of shape (3, {self._n}), got "
+                             f"{getattr(rows, 'dtype', type(rows).__name__)} {getattr(rows, 'shape', '')}")
+        return self._write(stamp_ns, rows.tobytes())
+
+    def _write(self, stamp_ns: int, row: bytes) -> int:
+        """Write one slot's bytes, already checked; the digest is taken over the same bytes."""
+        digest = hashlib.blake2b(row, digest_size=DIGEST_SIZE).digest()
         size = self._row_nbytes
         with self._lock:
             i = self._advance()
