@@ -56,6 +56,9 @@ def info_topic(camera: str) -> str:
 
 # --- stamps: integer nanoseconds on the tick grid --------------------------------------------
 NS_PER_S = 1_000_000_000
+# Tick 0 is the initial state and is never published: a sim's first tick (after start or a
+# restart) is tick 1, stamped one control dt. Its camera clock's first frame falls on it.
+FIRST_TICK_INDEX = 1
 
 
 def split_stamp(stamp_ns: int) -> tuple[int, int]:

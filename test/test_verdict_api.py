@@ -223,3 +223,36 @@ def test_frame_formula_agrees_with_a_clock_started_after_a_live_change():
     ticks = np.arange(532, 2000) * 10_000_000
     due = [int(t) for t in ticks if clock.due(int(t))]
     assert frame_due_stamps(int(ticks[0]), int(ticks[-1]), 70_000_000, 10_000_000).tolist() == due
+
+
+def test_frames_from_the_sims_first_tick_are_on_schedule():
+    """A recorder that is live before the sim starts sees its first frame, at tick 1 (tick 0,
+    the initial state, is never published): grid point 0 falls on it. Real physics stamps, the
+    sim's CameraClock, the recorder's schedules. Positive control: a schedule that does not
+    know where the sim starts calls that frame off schedule (a false alarm seen at RTF 0)."""
+    from dataclasses import replace
+
+    from robogym_ros.contract import FIRST_TICK_INDEX, CameraSpec, JointSpec, Spec
+    from robogym_ros.recorder.schedules import SpecChange, frame_schedules
+    from robogym_ros.sim.physics import Physics, default_model_path
+
+    physics = Physics(default_model_path(), 0.002, 5, seed=0)
+    stamps = []
+    for _ in range(250):
+        physics.step_tick()
+        stamps.append(physics.snapshot().stamp_ns)
+    dt = physics.control_dt_ns
+    assert stamps[0] == FIRST_TICK_INDEX * dt
+    clock = CameraClock(100_000_000)
+    frames = [s for s in stamps if clock.due(s)]
+    assert frames[0] == stamps[0]
+    spec = Spec(control_dt_ns=dt, physics_dt_ns=2_000_000, decimation=5, joints=(JointSpec("j"),),
+                cameras=(CameraSpec("overhead", "cameras/overhead/image_raw", "cameras/overhead/camera_info",
+                                    width=8, height=6, period_s=0.1),), camera_frames="every_frame")
+    schedules, _ = frame_schedules([SpecChange(None, spec)], stamps[0], stamps[-1],
+                                   judged_from_ns={"overhead": frames[0]}, speed=1.0)
+    figures, findings = account_frames(schedules, {"overhead": frames}, {}, dt, skips_reported=True)
+    assert findings == [] and figures["frames"]["n_received"] == len(frames), (findings, figures)
+    unaware = [replace(s, first_tick_ns=None) for s in schedules]
+    _, findings = account_frames(unaware, {"overhead": frames}, {}, dt, skips_reported=True)
+    assert [f.code for f in findings] == ["image_off_schedule"]

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Mapping, Sequence
 
 from robogym_ros.checks import FrameSchedule
-from robogym_ros.contract import NS_PER_S, Spec
+from robogym_ros.contract import FIRST_TICK_INDEX, NS_PER_S, Spec
 
 ZONE_WALL_S = 1.0  # wall seconds of uncertainty around a live change, turned into sim time
 TAIL_WALL_S = 1.0  # frames due this close to the end may still be in flight
@@ -59,7 +59,10 @@ def frame_schedules(history: Sequence[SpecChange], lo_ns: int, hi_ns: int, *,
                 continue
             last = i == len(stretches) - 1
             tail = max(3 * period, round(speed * TAIL_WALL_S * NS_PER_S)) if last else 0
-            schedules.append(FrameSchedule(cam.name, period, a, b, every_frame=every_frame, tail_ns=tail))
+            # The first stretch starts with the sim: grid point 0 falls on its first tick.
+            first_tick = FIRST_TICK_INDEX * history[0].spec.control_dt_ns if i == 0 else None
+            schedules.append(FrameSchedule(cam.name, period, a, b, every_frame=every_frame, tail_ns=tail,
+                                           first_tick_ns=first_tick))
     return schedules, {"period_change_zones": zones}
 
 
