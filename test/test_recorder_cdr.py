@@ -313,3 +313,29 @@ def test_recorder_process_fails_on_a_malformed_joint_state_without_a_traceback(r
     assert "[decoding] joint_states: 1 malformed message, lost; the first: " in out
     assert "a joint_states message is malformed and is lost" in out  # said live, once
     assert check(verdict, "tick_grid")["figures"]["n_dropped"] == 0
+
+
+# --- images, raw: metadata, digest and pixels as from the message object; malformed is a finding
+
+def test_an_image_taken_raw_is_stored_as_the_message_object_would_be():
+    from sensor_msgs.msg import Image
+    by_msg = Recording(spec_of(), 10, pixel_budget_bytes=10_000_000)
+    by_cdr = Recording(spec_of(), 10, pixel_budget_bytes=10_000_000)
+    rng = np.random.default_rng(3)
+    for k, (w, h, frame_id) in enumerate([(7, 5, "cam_optical_frame"), (320, 240, "ø"), (1, 1, "")]):
+        img = Image(height=h, width=w, encoding="rgb8", step=3 * w)
+        img.header.stamp.sec, img.header.stamp.nanosec = split_stamp((k + 1) * DT_NS)
+        img.header.frame_id = frame_id
+        img.data = rng.integers(0, 256, 3 * w * h, dtype=np.uint8).tobytes()
+        by_msg.store_image(img, "overhead")
+        assert by_cdr.store_image_cdr(serialize_message(img), "overhead")
+    assert by_cdr.images.metas() == by_msg.images.metas()
+    for meta in by_msg.images.metas():
+        np.testing.assert_array_equal(by_cdr.images.pixels(meta.stamp_ns, "overhead"),
+                                      by_msg.images.pixels(meta.stamp_ns, "overhead"))
+    assert by_cdr.decoding_result().status == "pass"
+    # a truncated image: nothing stored, a decoding finding naming the camera's stream
+    assert not by_cdr.store_image_cdr(serialize_message(img)[:40], "overhead")
+    assert len(by_cdr.images.metas()) == 3
+    result = by_cdr.decoding_result()
+    assert result.status == "fail" and "cameras/overhead/image_raw: 1 malformed message" in result.findings[0].message

@@ -131,7 +131,8 @@ class RecorderNode(StoppableNode):
                                     rec.store_skip)
             self._watched["skips"] = [skips, 0]
         for cam in spec.cameras:
-            sub = self._subscribe(cam.image_topic, Image, lambda m, name=cam.name: rec.store_image(m, name))
+            sub = self._subscribe(cam.image_topic, Image, lambda d, name=cam.name: rec.store_image_cdr(d, name),
+                                  raw=True)
             self._watched[cam.name] = [sub, 0]
             if self.bag is not None:
                 self._subscribe(cam.info_topic, CameraInfo, None)

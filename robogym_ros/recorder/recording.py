@@ -23,7 +23,7 @@ from robogym_ros import checks
 from robogym_ros.checks import RunStateReport, StreamActivity
 from robogym_ros.checks.frames import frames_summary
 from robogym_ros.contract import NS_PER_S, RunState, Spec, header_stamp_ns, join_stamp
-from robogym_ros.recorder.cdr import JointStateDecoder, decode_joint_state
+from robogym_ros.recorder.cdr import JointStateDecoder, decode_image, decode_joint_state
 from robogym_ros.recorder.decoding import Malformed, decoding_result
 from robogym_ros.recorder.ring import ImageRing, Ring
 from robogym_ros.recorder.schedules import OFFLINE_SETTLE_PERIODS, SpecChange, camera_period_ns, frame_schedules
@@ -232,8 +232,22 @@ class Recording:
         return stamp if stamp < newest - self._restart_jump_ns else max(newest, stamp)
 
     def store_image(self, msg, camera: str) -> None:
-        stamp = header_stamp_ns(msg)
-        self.images.store(stamp, msg.width, msg.height, msg.step, msg.encoding, msg.data, camera)
+        self._store_image(header_stamp_ns(msg), msg.width, msg.height, msg.step, msg.encoding, msg.data, camera)
+
+    def store_image_cdr(self, data: bytes, camera: str) -> bool:
+        """A serialized sensor_msgs/Image: the header and sizes decoded, the pixels digested (and
+        kept, within budget) straight from the bytes. Malformed: counted, False, nothing stored."""
+        try:
+            f = decode_image(data)
+        except ValueError as exc:  # CdrError: lost, counted for the verdict
+            self.malformed.setdefault(f"cameras/{camera}/image_raw", Malformed()).add(str(exc))
+            return False
+        self._store_image(f.stamp_ns, f.width, f.height, f.step, f.encoding, f.pixels(data), camera)
+        return True
+
+    def _store_image(self, stamp: int, width: int, height: int, step: int, encoding: str, pixels,
+                     camera: str) -> None:
+        self.images.store(stamp, width, height, step, encoding, pixels, camera)
         if camera in self.frames:
             self.frames[camera].append(stamp)
             self._maybe_judge_from(camera, stamp)

@@ -18,6 +18,7 @@ import gc
 import logging
 import math
 import os
+import select
 import signal
 import sys
 import time
@@ -144,6 +145,10 @@ class RealTimeLoop:
         # them; paused steps ignore it.
         self.tick_limit: int | None = None
         self.scheduling = "default"
+        # Polled between physics steps: one C call, where Connection.poll(0) builds a selector
+        # in Python each time (measured at ~15 % of the physics process at real_time_factor 0).
+        self._requests = select.poll()
+        self._requests.register(cmd.fileno(), select.POLLIN)
         self._rebase()
 
     def operations(self) -> dict[str, Callable]:
@@ -176,6 +181,10 @@ class RealTimeLoop:
         return (self.paused or (self.tick_limit is not None and self._sub == 0
                                 and self.physics.tick_index >= self.tick_limit))
 
+    def _request_waiting(self) -> bool:
+        """A request (or the node's end: a hang-up) is waiting on the command pipe."""
+        return bool(self._requests.poll(0))
+
     def run(self) -> None:
         ops = self.operations()
         while self.running:
@@ -183,7 +192,7 @@ class RealTimeLoop:
                 if self.cmd.poll(0.05):
                     self._serve_one(ops)
                 continue
-            while self.cmd.poll(0):
+            while self._request_waiting():
                 self._serve_one(ops)
                 if self._held() or not self.running:
                     break
@@ -193,7 +202,11 @@ class RealTimeLoop:
     def _advance(self) -> None:
         wall_dt = self.wall_dt_s
         if wall_dt == 0.0:  # as fast as possible: the tick pipe's back-pressure paces us
+            # A whole tick between looks at the command pipe: a request waits at most one
+            # tick of compute (~0.3 ms), and a pause lands on the tick grid anyway.
             self._physics_step(0.0)
+            while self._sub:
+                self._physics_step(0.0)
             return
         deadline = self._origin + (self.physics_steps + 1 - self._k_origin) * wall_dt
         now = time.monotonic()

@@ -103,6 +103,8 @@ class Physics:
         self.model = mujoco.MjModel.from_xml_path(model_path)
         self.model.opt.timestep = physics_dt_s
         self.data = mujoco.MjData(self.model)
+        # Views into data.warning, kept: indexing data.warning per tick costs ~5 % of the process.
+        self._blow_up_stats = [self.data.warning[w] for w in _BLOW_UP]
         self.decimation = int(decimation)
         # Integer nanoseconds keep the tick grid exact: stamp = index * control_dt_ns.
         self.physics_dt_ns = round(physics_dt_s * 1e9)
@@ -228,9 +230,9 @@ class Physics:
     def end_tick(self) -> bool:
         """Close a control tick. True if the scene blew up, in which case it was reset."""
         self.tick_index += 1
-        if any(self.data.warning[w].number for w in _BLOW_UP):
-            for w in _BLOW_UP:
-                self.data.warning[w].number = 0
+        if any(stat.number for stat in self._blow_up_stats):
+            for stat in self._blow_up_stats:
+                stat.number = 0
             self.reset()
             return True
         return False
