@@ -2,8 +2,9 @@
 
 Clean runs: the real sim process + motion node + recorder (as robogym_ros/tools/demo.py starts
 them), each for a few seconds with ``--record``, over decimation {1, 2, 5, 7, 10, 20} x
-real_time_factor {0, 0.5, 1, 2} x cameras {on, off} x capacity {small, large} x seeds. A
-clean run counts as a false alarm unless the live verdict AND the offline verdict of its bag
+real_time_factor {0, 0.5, 1, 2} x cameras {on, off} x capacity {small, large} x start order
+{sim first, recorder first (it sees the sim's very first tick and frame)} x seeds. A clean
+run counts as a false alarm unless the live verdict AND the offline verdict of its bag
 (``--bag``) both PASS.
 
 Fault runs: the same real sim and motion, with one fault injected, each expected to be named
@@ -112,11 +113,12 @@ class Run:
     capacity: str = "large"
     seed: int = 0
     seconds: float = 3.0
+    recorder_first: bool = False  # the recorder waits for the sim: it sees the sim's very first tick and frame
 
     @property
     def group(self) -> str:
         return (f"dec {self.decimation:>2}  rtf {self.rtf:g}".ljust(16) + f"cams {'on ' if self.cameras else 'off'}"
-                + f"  cap {self.capacity}")
+                + f"  cap {self.capacity}" + ("  rec first" if self.recorder_first else ""))
 
 
 @dataclass
@@ -185,14 +187,20 @@ def execute(run: Run, workdir: Path, index: int) -> Outcome:
     log = open(out / "nodes.log", "w")
     sim_params = {"decimation": run.decimation, "real_time_factor": run.rtf, "seed": run.seed,
                   "camera_period_s": 0.1 if run.cameras else 0.0}
-    procs = [subprocess.Popen(_node("robogym_ros.nodes.sim_node", ns, params=sim_params), stdout=log,
-                              stderr=subprocess.STDOUT, env=_env()),
-             subprocess.Popen(_node("robogym_ros.nodes.motion_node", ns), stdout=log, stderr=subprocess.STDOUT,
-                              env=_env())]
-    if run.kind in RELAYED:
-        procs.append(subprocess.Popen([sys.executable, str(Path(__file__).resolve()), "--relay", run.kind,
-                                       "--relay-from", ns, "--relay-to", rec_ns], stdout=log,
+    procs: list[subprocess.Popen] = []
+
+    def start_nodes() -> None:
+        procs.append(subprocess.Popen(_node("robogym_ros.nodes.sim_node", ns, params=sim_params), stdout=log,
                                       stderr=subprocess.STDOUT, env=_env()))
+        procs.append(subprocess.Popen(_node("robogym_ros.nodes.motion_node", ns), stdout=log,
+                                      stderr=subprocess.STDOUT, env=_env()))
+        if run.kind in RELAYED:
+            procs.append(subprocess.Popen([sys.executable, str(Path(__file__).resolve()), "--relay", run.kind,
+                                           "--relay-from", ns, "--relay-to", rec_ns], stdout=log,
+                                          stderr=subprocess.STDOUT, env=_env()))
+
+    if not run.recorder_first:
+        start_nodes()
     capacity = 100 if run.kind == "ring_overwrite" else CAPACITIES[run.capacity]
     bag, verdict_path = out / "bag", out / "verdict.json"
     args = ["--duration", f"{run.seconds:g}", "--capacity", str(capacity), "--record", str(bag), "--json",
@@ -204,6 +212,9 @@ def execute(run: Run, workdir: Path, index: int) -> Outcome:
     with open(rec_log, "w") as rlog:
         recorder = subprocess.Popen(head + args, stdout=rlog, stderr=subprocess.STDOUT, env=_env())
         try:
+            if run.recorder_first:
+                time.sleep(3.0)  # the recorder is up and waiting for the spec before the sim exists
+                start_nodes()
             if run.kind == "sim_death":
                 if _wait_for(rec_log, "spec from", 60, recorder):
                     time.sleep(1.5)
@@ -344,8 +355,9 @@ def relay(fault: str, src: str, dst: str) -> int:
 # ----------------------------------------------------------------------------- the matrix
 
 def clean_runs(seeds: list[int], seconds: float) -> list[Run]:
-    return [Run("clean", d, r, c, cap, s, seconds)
-            for s, d, r, c, cap in itertools.product(seeds, DECIMATIONS, RTFS, CAMERAS, CAPACITIES)]
+    return [Run("clean", d, r, c, cap, s, seconds, first)
+            for s, d, r, c, cap, first in itertools.product(seeds, DECIMATIONS, RTFS, CAMERAS, CAPACITIES,
+                                                            (False, True))]
 
 
 def spread(runs: list[Run], n: int) -> list[Run]:
@@ -354,7 +366,7 @@ def spread(runs: list[Run], n: int) -> list[Run]:
         return runs
     by_config: dict[tuple, list[Run]] = {}
     for r in runs:
-        by_config.setdefault((r.decimation, r.rtf, r.cameras, r.capacity), []).append(r)
+        by_config.setdefault((r.decimation, r.rtf, r.cameras, r.capacity, r.recorder_first), []).append(r)
     configs = list(by_config)
     random.Random(7).shuffle(configs)
     out: list[Run] = []
