@@ -59,6 +59,7 @@ from robogym_ros import contract  # noqa: E402
 from robogym_ros.contract import JointSpec, Spec, TopicSpec  # noqa: E402
 from robogym_ros.nodes import qos  # noqa: E402
 from robogym_ros.nodes import recorder_node as rn  # noqa: E402
+from robogym_ros.nodes.spin import events_executor  # noqa: E402
 
 N_JOINTS = 12
 NAMES = [f"joint_{i}" for i in range(N_JOINTS)]
@@ -290,7 +291,7 @@ def e2e(tmp: Path, rate: float, windows: int, window_s: float) -> dict:
               ("raw", True, [("bare raw", bare), ("recorder", recorder), ("recorder --record", recorder_record)])]
     n_pub = int(rate * (len(phases) * windows * 2 * window_s + 4.0))
     node = rclpy.create_node("bench_e2e_subscriber", namespace=ns)
-    executor = rn.make_executor()
+    executor = events_executor()
     executor.add_node(node)
     pub = start_publisher(ns, rate, n_pub, False, tmp / "pub_e2e.log")
     results: dict = {}
@@ -552,7 +553,7 @@ def main() -> int:
     args = parser.parse_args()
     parts = {int(p) for p in args.parts.split(",")}
     rclpy.init()
-    probe = rn.make_executor()
+    probe = events_executor()
     executor_name = type(probe).__name__
     probe.shutdown()
     print(f"bench_recorder: {os.cpu_count()} cores, ROS_DOMAIN_ID {os.environ['ROS_DOMAIN_ID']}, rmw "

@@ -1,6 +1,6 @@
 """How fast the whole pipeline runs at real_time_factor 0, against the physics-only limit.
 
-    python bench/bench_throughput.py [--ticks 6000] [--camera-ticks 2000] [--only sim,rec,full]
+    python bench/bench_throughput.py [--ticks 6000] [--camera-ticks 2000] [--only sim,rec,record,full]
 
 One run, real processes (each with DDS on this host and a domain of its own):
   physics only       raw mj_step x decimation in this process, on the sim's scene after its seeded reset: the limit
@@ -8,6 +8,7 @@ One run, real processes (each with DDS on this host and a domain of its own):
                      ticks/s that allows (frames/s x camera_period_s / control dt)
   sim                python -m robogym_ros.nodes.sim_node, real_time_factor 0, nobody subscribed
   sim + rec          + python -m robogym_ros.nodes.recorder_node --ticks N --json
+  sim + rec --record + the recorder writing a bag (mcap)
   sim + motion + rec --record   + motion_node, and the recorder writing a bag
 each with cameras off and on (the defaults: 3 cameras, 320x240, every camera_period_s).
 
@@ -304,7 +305,8 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--ticks", type=int, default=6000, help="ticks per run with cameras off")
     ap.add_argument("--camera-ticks", type=int, default=2000, help="ticks per run with cameras on")
-    ap.add_argument("--only", default="sim,rec,full", help="which rows: sim, rec, full (comma-separated)")
+    ap.add_argument("--only", default="sim,rec,record,full",
+                    help="which rows: sim, rec, record, full (comma-separated)")
     ap.add_argument("--keep", metavar="DIR", help="keep logs, verdicts and bags here")
     args = ap.parse_args()
     physics_dt_s, decimation = default("physics_dt_s"), default("decimation")
@@ -329,6 +331,9 @@ def main() -> None:
             if "rec" in wanted:
                 rows.append(run_config("sim + rec", cameras, ticks, workdir, recorder=True, motion=False,
                                        record=False))
+            if "record" in wanted:
+                rows.append(run_config("sim + rec --record", cameras, ticks, workdir, recorder=True, motion=False,
+                                       record=True))
             if "full" in wanted:
                 rows.append(run_config("sim + motion + rec --record", cameras, ticks, workdir, recorder=True,
                                        motion=True, record=True))

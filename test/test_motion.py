@@ -54,3 +54,20 @@ def test_motion_moves_every_joint_without_touching_the_table(physics):
     assert table_contacts == 0
     assert (q_max - q_min > 0.2).all(), dict(zip(physics.joint_names, q_max - q_min))
     assert RAMP_S < 60.0
+
+
+def test_command_clock_commands_once_per_period_of_sim_time_and_restarts_with_the_sim():
+    from robogym_ros.nodes.motion_node import CommandClock
+    clock = CommandClock(10_000_000)
+    ticks = [k * 2_000_000 for k in range(1, 60)]  # /clock every 2 ms of sim time
+    due = [t for t in ticks if clock.due(t)]
+    assert due == list(range(2_000_000, 118_000_000, 10_000_000)) and clock.start_ns == 2_000_000
+    # a /clock every 30 ms (faster than real time, coarse ticks): once per message, never a burst
+    clock = CommandClock(10_000_000)
+    assert [clock.due(t) for t in range(0, 300_000_000, 30_000_000)] == [True] * 10
+    # the sim restarted: time goes back, the trajectory starts over from the new first stamp
+    clock = CommandClock(10_000_000)
+    assert clock.due(500_000_000) and not clock.due(505_000_000)
+    assert clock.due(10_000_000) and clock.start_ns == 10_000_000
+    with pytest.raises(ValueError, match="command_period_s must be > 0"):
+        CommandClock(0)

@@ -32,6 +32,7 @@ from robogym_ros import contract
 from robogym_ros.contract import JointSpec, Spec, TopicSpec, split_stamp
 from robogym_ros.nodes import qos
 from robogym_ros.nodes import recorder_node as rn
+from robogym_ros.nodes.spin import events_executor
 from robogym_ros.recorder.recording import GROUND_TRUTH, JOINT_STATES, Recording
 from robogym_ros.recorder.ring import Ring
 
@@ -213,7 +214,7 @@ class Spinner:
     """Spins nodes with the recorder's executor in a thread until closed."""
 
     def __init__(self, *nodes):
-        self.executor = rn.make_executor()
+        self.executor = events_executor()
         for node in nodes:
             self.executor.add_node(node)
         self._stop = threading.Event()

@@ -43,7 +43,7 @@ from robogym_ros import checks, contract  # noqa: E402
 from robogym_ros.checks import clip  # noqa: E402
 from robogym_ros.contract import CameraSpec, JointSpec, Spec  # noqa: E402
 from robogym_ros.nodes.qos import DIAGNOSTICS_QOS, SPEC_QOS, STATE_QOS, STREAM_QOS  # noqa: E402
-from robogym_ros.nodes.spin import StoppableNode, run_node  # noqa: E402
+from robogym_ros.nodes.spin import StoppableNode, events_executor, run_node  # noqa: E402
 from robogym_ros.recorder.bagio import BagError, BagWriter, UndecodableBag, align_truth, read_bag  # noqa: E402
 from robogym_ros.recorder.decoding import decoding_result  # noqa: E402
 from robogym_ros.recorder.recording import (  # noqa: E402
@@ -65,15 +65,6 @@ GRACE_S = 1.0  # after the end, how long to wait for the truth of the last ticks
 POLL_S = 0.05  # how often the node looks at the clock, the spec timeout and publisher counts
 MEMORY_SHARE = 0.5  # the rings may take at most this share of the memory available now
 NOTES_TOPIC = "~/recording"  # what the recorder knew that a bag does not show (written at the end)
-
-
-def make_executor():
-    try:  # ~3x less CPU per message than the SingleThreadedExecutor (measured here)
-        from rclpy.experimental import EventsExecutor
-        return EventsExecutor()
-    except ImportError:  # pragma: no cover - ROS distros before Jazzy
-        from rclpy.executors import SingleThreadedExecutor
-        return SingleThreadedExecutor()
 
 
 class RecorderNode(StoppableNode):
@@ -293,7 +284,7 @@ class RecorderNode(StoppableNode):
 
     def _grace(self, seconds: float) -> None:
         """Spin a little more: the truth of the last ticks, the last frames, a sign the stream lives."""
-        executor = make_executor()
+        executor = events_executor()
         executor.add_node(self)
         try:
             deadline = time.monotonic() + seconds
@@ -646,7 +637,7 @@ def main(argv=None) -> int:
     if args.bag:
         return run_offline(args)
     return run_node(lambda: RecorderNode(args), argv, errors=(ValueError, OSError, BagError),
-                    executor_factory=make_executor)
+                    executor_factory=events_executor)
 
 
 if __name__ == "__main__":

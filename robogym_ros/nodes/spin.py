@@ -61,6 +61,17 @@ class _Signals:
         return self.received[0] if self.received else None
 
 
+def events_executor():
+    """rclpy's EventsExecutor where it exists: ~3x less CPU per message than the
+    SingleThreadedExecutor (measured here). Its timers do not follow sim time (/clock): a node
+    on sim time that uses it reads /clock itself (see motion_node)."""
+    try:
+        from rclpy.experimental import EventsExecutor
+        return EventsExecutor()
+    except ImportError:  # pragma: no cover - ROS distros before Jazzy
+        return SingleThreadedExecutor()
+
+
 def run_node(make_node: Callable[[], StoppableNode], args=None, *, errors: tuple = (),
              executor_factory: Callable = SingleThreadedExecutor) -> int:
     """Build, spin and stop a node; returns the process exit code.

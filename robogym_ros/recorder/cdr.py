@@ -379,6 +379,15 @@ def _time_bytes(stamp_ns: int) -> bytes:
     return _TIME.pack(sec, nanosec)
 
 
+def decode_time(data: bytes) -> int:
+    """The stamp in ns of a message that is one builtin_interfaces/Time (rosgraph_msgs/Clock)."""
+    _check_encapsulation(data)
+    if len(data) < _HEAD + 8:
+        raise CdrError(f"{len(data)} bytes: too short for a builtin_interfaces/Time (12 bytes)")
+    sec, nanosec = _TIME.unpack_from(data, _HEAD)
+    return sec * NS_PER_S + nanosec
+
+
 def encode_time(stamp_ns: int) -> bytes:
     """A message that is one builtin_interfaces/Time (rosgraph_msgs/Clock)."""
     return _ENCAPSULATION + _time_bytes(stamp_ns)
