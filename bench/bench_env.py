@@ -53,6 +53,18 @@ def physics_only(n: int, action_repeat: int) -> float:
     return n / (time.perf_counter() - t0), n / (time.process_time() - c0)
 
 
+def _physics_rate(args) -> float:
+    return physics_only(*args)[0]
+
+
+def physics_parallel(n: int, k: int, action_repeat: int) -> float:
+    """Env steps/s of ``physics_only`` in k processes at once, summed: what k cores give to
+    physics alone on this machine, the ceiling of any k-env vector."""
+    import multiprocessing
+    with multiprocessing.get_context("spawn").Pool(k) as pool:
+        return sum(pool.map(_physics_rate, [(n, action_repeat)] * k))
+
+
 def local_single(n: int, action_repeat: int) -> float:
     env = gym.make(ENV_ID, action_repeat=action_repeat, max_episode_steps=n + 1)
     env.reset(seed=0)
@@ -120,8 +132,12 @@ def main() -> None:
         single, single_cpu = median_of(args.repeats, local_single, args.steps, ar)
         rows = [("physics only (mj_step x decimation x action_repeat)", limit),
                 ("local single (gym.make)", single)]
-        rows += [(f"local vector K = {k} (AsyncVectorEnv)", median_of(args.repeats, local_vector, args.steps, k, ar))
-                 for k in args.vector]
+        for k in args.vector:
+            if k > 1:
+                rows.append((f"physics only, {k} processes at once (the ceiling for K = {k})",
+                             median_of(args.repeats, physics_parallel, args.steps, k, ar)))
+            rows.append((f"local vector K = {k} (AsyncVectorEnv)",
+                         median_of(args.repeats, local_vector, args.steps, k, ar)))
         if args.ros_steps:
             rows.append(("ros lockstep (1 sim)", median_of(1, ros_lockstep, args.ros_steps, ar)))
         print(f"\naction_repeat {ar} ({ar * DECIMATION} physics steps of {PHYSICS_DT_S * 1e3:g} ms per env step)")
