@@ -78,30 +78,10 @@ EXPECTED = {  # fault -> (check, finding code) that names it
 }
 SETUP_RETRIES = 2  # a run whose sim did not come up is run again (a shared tree may be mid-edit)
 FAULT_AT = 150  # the relay's joint_states message (counted once the recorder listens) that gets the fault
-VIEW_RING = (  # the recorder process with a joint ring of views: the aliasing fault, in the recorder itself
-    "import sys, numpy as np\n"
-    "import robogym_ros.nodes.recorder_node as rn\n"
-    "from robogym_ros.recorder.recording import Recording\n"
-    "from robogym_ros.recorder.ring import Ring, RingSnapshot\n"
-    "class ViewRing(Ring):\n"
-    "    def __init__(self, capacity, n):\n"
-    "        super().__init__(1, n); self.v = []; self.s = []; self.d = []; self.x = np.full((3, n), np.nan)\n"
-    "    def store(self, stamp_ns, position, velocity=None, effort=None):\n"
-    "        from robogym_ros.checks import digest\n"
-    "        self.x[0] = position; self.v.append(self.x[:]); self.s.append(int(stamp_ns)); "
-    "self.d.append(digest(self.x)); self.stores += 1\n"
-    "    def snapshot(self):\n"
-    "        rows = np.array(self.v).reshape(-1, 3, self.n_joints)\n"
-    "        return RingSnapshot(np.array(self.s, np.int64), rows[:, 0], rows[:, 1], rows[:, 2], tuple(self.d),"
-    " self.stores, 0)\n"
-    "    def slots(self): return list(self.v)\n"
-    "    def digests(self): return list(self.d)\n"
-    "    def __len__(self): return len(self.v)\n"
-    "class ViewRecording(Recording):\n"
-    "    def __init__(self, spec, capacity, **kw):\n"
-    "        super().__init__(spec, capacity, **kw); self.joints = ViewRing(capacity, len(self.names))\n"
-    "rn.Recording = ViewRecording\n"
-    "sys.exit(rn.main(sys.argv))\n")
+# The recorder process with a joint ring of views (the aliasing fault, in the recorder itself):
+# the same ViewRecording the recorder's positive-control test patches in (test/test_recorder.py).
+VIEW_RING = ("import sys; import robogym_ros.nodes.recorder_node as rn; from test_recorder import ViewRecording; "
+             "rn.Recording = ViewRecording; sys.exit(rn.main(sys.argv))")
 
 
 @dataclass
@@ -137,7 +117,8 @@ class Outcome:
 # ----------------------------------------------------------------------------- processes
 
 def _env() -> dict:
-    return dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p))
+    paths = (str(ROOT), str(ROOT / "test"), os.environ.get("PYTHONPATH", ""))  # test/: the aliasing fault's ring
+    return dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in paths if p))
 
 
 def _node(module: str, ns: str, *args: str, params: dict | None = None) -> list[str]:
