@@ -13,21 +13,9 @@ from launch_ros.actions import Node
 from launch_ros.substitutions import FindPackageShare
 
 from launch import LaunchDescription
-from robogym_ros.params import SIM, SIM_PARAMS
+from robogym_ros.params import FROM_PARAMS_FILE, SIM, SIM_PARAMS, given_parameters
 
-FROM_PARAMS_FILE = ""  # a parameter argument left at this passes nothing on
 SEED = SIM["seed"]
-
-
-def given_parameters(context) -> dict:
-    """The parameters named on the command line, typed and range-checked (robogym_ros.params)."""
-    given = {}
-    for p in SIM_PARAMS:
-        text = LaunchConfiguration(p.name).perform(context)
-        if text != FROM_PARAMS_FILE:
-            value = p.parse(text)
-            given[p.name] = list(value) if isinstance(value, tuple) else value
-    return given
 
 
 def sim_nodes(context) -> list:
@@ -35,7 +23,7 @@ def sim_nodes(context) -> list:
     if count < 1:
         raise ValueError(f"count must be >= 1, got {count}")
     prefix = LaunchConfiguration("prefix").perform(context)
-    given = given_parameters(context)
+    given = given_parameters(lambda name: LaunchConfiguration(name).perform(context))
     base_seed = given.pop(SEED.name, SEED.default)
     return [Node(
         package="robogym_ros", executable="robogym_sim", name="robogym_sim", namespace=f"{prefix}{i}",

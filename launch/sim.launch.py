@@ -22,22 +22,9 @@ from launch_ros.parameter_descriptions import ParameterValue
 from launch_ros.substitutions import FindPackageShare
 
 from launch import LaunchDescription
-from robogym_ros.params import SIM_PARAMS
+from robogym_ros.params import FROM_PARAMS_FILE, SIM_PARAMS, given_parameters
 from robogym_ros.sim.urdf import robot_urdf_of_parameters
 from robogym_ros.tools.rviz import RVIZ_CONFIG, namespace_remappings
-
-FROM_PARAMS_FILE = ""  # a parameter argument left at this passes nothing on
-
-
-def given_parameters(context) -> dict:
-    """The parameters named on the command line, typed and range-checked (robogym_ros.params)."""
-    given = {}
-    for p in SIM_PARAMS:
-        text = LaunchConfiguration(p.name).perform(context)
-        if text != FROM_PARAMS_FILE:
-            value = p.parse(text)
-            given[p.name] = list(value) if isinstance(value, tuple) else value
-    return given
 
 
 def params_file_values(path: str) -> dict:
@@ -52,7 +39,7 @@ def params_file_values(path: str) -> dict:
 
 def sim_nodes(context) -> list:
     respawn = LaunchConfiguration("respawn").perform(context).lower() == "true"
-    given = given_parameters(context)
+    given = given_parameters(lambda name: LaunchConfiguration(name).perform(context))
     params_file = LaunchConfiguration("params_file").perform(context)
     namespace = LaunchConfiguration("namespace").perform(context)
     # The URDF the sim publishes, made here too: robot_state_publisher needs it at start-up.

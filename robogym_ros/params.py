@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 import sys
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Callable
 
 DEFAULT_CAMERAS = ("left_wrist", "right_wrist", "overhead")
 
@@ -148,6 +148,25 @@ def sim_yaml() -> str:
         entry = f"    {p.name}: {value}"
         lines.append(f"{entry.ljust(38)}  # {note}{unit}{live}")
     return "\n".join(lines) + "\n"
+
+
+# A launch argument left at this passes nothing on, so the params file's value holds.
+FROM_PARAMS_FILE = ""
+
+
+def given_parameters(argument: Callable[[str], str]) -> dict[str, Any]:
+    """The sim parameters named on a launch command line, typed and range-checked.
+
+    ``argument(name)`` is the text of the launch argument ``name`` (in a launch file:
+    ``LaunchConfiguration(name).perform(context)``); those left at FROM_PARAMS_FILE are left out.
+    """
+    given = {}
+    for p in SIM_PARAMS:
+        text = argument(p.name)
+        if text != FROM_PARAMS_FILE:
+            value = p.parse(text)
+            given[p.name] = list(value) if isinstance(value, tuple) else value
+    return given
 
 
 def _yaml_value(value: Any) -> str:

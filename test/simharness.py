@@ -34,6 +34,16 @@ def new_namespace(prefix: str = "sim") -> str:
     return f"{prefix}{next(_counter)}_{os.getpid()}"
 
 
+def wait_for(predicate, timeout_s: float = 10.0, what: str = "condition") -> None:
+    """Poll ``predicate`` every 10 ms until it holds; TimeoutError naming ``what`` after ``timeout_s``."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if predicate():
+            return
+        time.sleep(0.01)
+    raise TimeoutError(f"timed out after {timeout_s} s waiting for {what}")
+
+
 class SimProcessUnderTest:
     """``python -m robogym_ros.sim_node`` with parameters, under a unique namespace."""
 
@@ -104,12 +114,7 @@ class Observer:
         self.spec = spec
 
     def wait_for(self, predicate, timeout_s: float = 20.0, what: str = "condition"):
-        deadline = time.monotonic() + timeout_s
-        while time.monotonic() < deadline:
-            if predicate():
-                return
-            time.sleep(0.01)
-        raise TimeoutError(f"timed out after {timeout_s} s waiting for {what}")
+        wait_for(predicate, timeout_s, what)
 
     def call(self, service: str, timeout_s: float = 10.0) -> Trigger.Response:
         client = self.services[service]

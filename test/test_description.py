@@ -10,6 +10,7 @@ import mujoco
 import numpy as np
 import pytest
 from rclpy.executors import SingleThreadedExecutor
+from simharness import wait_for
 from std_msgs.msg import String
 
 from robogym_ros.nodes import description as desc
@@ -37,15 +38,6 @@ class Spinning:
         self.executor.shutdown()
         for n in self.nodes:
             n.destroy_node()
-
-
-def wait_for(predicate, timeout_s=10.0, what="condition"):
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if predicate():
-            return
-        time.sleep(0.01)
-    raise TimeoutError(f"timed out waiting for {what}")
 
 
 @pytest.fixture

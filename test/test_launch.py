@@ -67,10 +67,20 @@ def test_sim_launch_takes_its_arguments_from_the_one_parameter_table():
     """sim.launch.py declares one argument per robogym_ros.params entry and passes on only
     those given: its source names SIM_PARAMS and no parameter name of its own."""
     text = (ROOT / "launch" / "sim.launch.py").read_text()
-    assert "from robogym_ros.params import SIM_PARAMS" in text
+    assert "from robogym_ros.params import FROM_PARAMS_FILE, SIM_PARAMS, given_parameters" in text
     literals = {n.value for n in ast.walk(ast.parse(text)) if isinstance(n, ast.Constant)
                 and isinstance(n.value, str)}
     assert not literals & set(SIM), literals & set(SIM)
+
+
+def test_given_parameters_passes_on_only_what_the_command_line_names_typed_and_checked():
+    from robogym_ros.params import FROM_PARAMS_FILE, given_parameters
+    line = {"decimation": "10", "real_time_factor": "0", "cameras": "['overhead']"}
+    given = given_parameters(lambda name: line.get(name, FROM_PARAMS_FILE))
+    assert given == {"decimation": 10, "real_time_factor": 0.0, "cameras": ["overhead"]}
+    assert type(given["real_time_factor"]) is float  # `:=0` is a double here, as the node declares it
+    with pytest.raises(ValueError, match="decimation"):
+        given_parameters(lambda name: "0" if name == "decimation" else FROM_PARAMS_FILE)
 
 
 def test_sim_launch_starts_robot_state_publisher_and_rviz_on_request():

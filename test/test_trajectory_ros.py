@@ -11,6 +11,7 @@ import pytest
 msgs = pytest.importorskip("trajectory_msgs.msg", reason="trajectory_msgs is not installed (standalone extra)")
 
 from rclpy.executors import SingleThreadedExecutor  # noqa: E402
+from simharness import wait_for  # noqa: E402
 
 from robogym_ros.nodes import qos  # noqa: E402
 from robogym_ros.nodes.trajectory_subscriber import JOINT_TRAJECTORY, TrajectorySubscriber  # noqa: E402
@@ -83,15 +84,6 @@ def rig(ros, request):
     node.destroy_node()
     client.destroy_node()
     sim.close()
-
-
-def wait_for(predicate, timeout_s=10.0, what="condition"):
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if predicate():
-            return
-        time.sleep(0.01)
-    raise TimeoutError(f"timed out waiting for {what}")
 
 
 def step_positions(sim: SimProcess, n: int) -> tuple[list[int], np.ndarray]:

@@ -442,16 +442,10 @@ class _RecoveredMcap(_Source):
         self.topics, self.counts = {}, {}
         self.stopped_at = ""
         self.last_log_ns: int | None = None
-        channels: dict[int, tuple[str, str]] = {}
-        for rec in self._records():
-            if isinstance(rec, McapChannel):
-                channels[rec.id] = (rec.topic, self._schemas.get(rec.schema_id, ""))
-            elif isinstance(rec, McapMessage) and rec.channel_id in channels:
-                topic, msgtype = channels[rec.channel_id]
-                self.topics[topic] = msgtype
-                self.counts[topic] = self.counts.get(topic, 0) + 1
-                self.last_log_ns = rec.log_time if self.last_log_ns is None else max(self.last_log_ns, rec.log_time)
-        self.channels = channels
+        for topic, msgtype, rec in self._messages():
+            self.topics[topic] = msgtype
+            self.counts[topic] = self.counts.get(topic, 0) + 1
+            self.last_log_ns = rec.log_time if self.last_log_ns is None else max(self.last_log_ns, rec.log_time)
 
     def _records(self):
         self._schemas: dict[int, str] = {}
@@ -466,15 +460,19 @@ class _RecoveredMcap(_Source):
             except Exception as err:  # noqa: BLE001 - the cut: EndOfFile, a short chunk, a bad length
                 self.stopped_at = f"{type(err).__name__}: {_clip(err, 120)}"
 
-    def messages(self, wanted):
+    def _messages(self):
+        """(topic, type, message record) of every message up to the cut, in file order."""
         channels: dict[int, tuple[str, str]] = {}
         for rec in self._records():
             if isinstance(rec, McapChannel):
                 channels[rec.id] = (rec.topic, self._schemas.get(rec.schema_id, ""))
             elif isinstance(rec, McapMessage) and rec.channel_id in channels:
-                topic, msgtype = channels[rec.channel_id]
-                if topic in wanted:
-                    yield topic, msgtype, rec.log_time, rec.data
+                yield (*channels[rec.channel_id], rec)
+
+    def messages(self, wanted):
+        for topic, msgtype, rec in self._messages():
+            if topic in wanted:
+                yield topic, msgtype, rec.log_time, rec.data
 
     def recovery(self) -> Recovery:
         return Recovery(sum(self.counts.values()), dict(self.counts), self.last_log_ns, self.reason,
