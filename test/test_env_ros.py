@@ -178,7 +178,9 @@ def test_multi_sim_launch_names_the_sim_and_takes_the_parameter_table():
     arguments = {n.args[0].value for n in ast.walk(tree) if isinstance(n, ast.Call)
                  and getattr(n.func, "id", "") == "DeclareLaunchArgument" and isinstance(n.args[0], ast.Constant)}
     assert {"count", "prefix", "params_file"} <= arguments
-    assert "from robogym_ros.params import SIM, SIM_PARAMS" in path.read_text()
+    imported = {a.name for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.module == "robogym_ros.params"
+                for a in n.names}
+    assert {"SIM_PARAMS", "given_parameters"} <= imported, imported
 
 
 def test_multi_sim_launch_description_loads():
