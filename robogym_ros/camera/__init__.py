@@ -1,1 +1,9 @@
-"""Cameras without ROS: the U20CAM lens model and the renderer (mujoco + OpenCV)."""
+"""Cameras without ROS: the U20CAM lens model and the renderer (mujoco + OpenCV).
+
+Importing this package chooses EGL for MuJoCo when nothing is chosen and there is no display
+(robogym_ros.camera.gl): MuJoCo reads MUJOCO_GL once, when it is first imported, and the
+sim node and the env import their cameras before anything imports mujoco.
+"""
+from robogym_ros.camera.gl import headless_default
+
+headless_default()
