@@ -8,6 +8,7 @@ verdict. A recorder killed with SIGKILL while writing leaves an mcap without its
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -25,6 +26,29 @@ from robogym_ros.nodes import messages
 from robogym_ros.recorder.bagio import read_bag
 
 STOP_WITHIN_S = 2.0  # issue 7: every node stops within 2 s
+
+
+@contextlib.contextmanager
+def recording_a_stream(tmp_path, long_ticks, tag: str, bag_name: str, **stream_kwargs):
+    """A real recorder ``--record``ing a stand-in sim that streams until the block ends; yields
+    (RecorderRun, bag path). The stream, the recorder and the stand-in are stopped after."""
+    physics, ticks = long_ticks
+    ns = fresh_ns(tag)
+    bag = tmp_path / bag_name
+    sim = StandInSim(ns, make_spec(ns, physics))
+    stop = threading.Event()
+    run = RecorderRun(tmp_path, "--duration", "120", "--record", str(bag), ns=ns)
+    worker = threading.Thread(target=stream_forever, args=(sim, physics, ticks, stop), kwargs=stream_kwargs)
+    try:
+        sim.wait_matched(run)
+        worker.start()
+        yield run, bag
+    finally:
+        stop.set()
+        if worker.is_alive():
+            worker.join(10)
+        run.stop()
+        sim.close()
 
 
 def stream_forever(sim, physics, ticks, stop: threading.Event, period_s=0.005):
@@ -68,25 +92,10 @@ def assert_bag_finalised(bag: Path) -> None:
     # handlers back to the defaults) and turned a clean exit into "killed by SIGINT".
     ids=["sigint", "two_sigints_0.1s", "two_sigints_0.3s", "sigterm", "sigterm_then_sigint"])
 def test_signal_mid_recording_gives_a_verdict_and_a_finalised_bag(ros, long_ticks, tmp_path, signals, gap_s):
-    physics, ticks = long_ticks
-    ns = fresh_ns("sig")
-    bag = tmp_path / "bag"
-    sim = StandInSim(ns, make_spec(ns, physics))
-    stop = threading.Event()
-    run = RecorderRun(tmp_path, "--duration", "120", "--record", str(bag), ns=ns)
-    worker = threading.Thread(target=stream_forever, args=(sim, physics, ticks, stop))
-    try:
-        sim.wait_matched(run)
-        worker.start()
+    with recording_a_stream(tmp_path, long_ticks, "sig", "bag") as (run, bag):
         time.sleep(1.0)
         took = signal_and_time(run, signals, gap_s)
         rc, out, verdict = run.wait(5)
-    finally:
-        stop.set()
-        if worker.is_alive():
-            worker.join(10)
-        run.stop()
-        sim.close()
     print(f"{[s.name for s in signals]}: stopped in {took:.2f} s")
     assert_no_traceback(out)
     assert rc == 0, out
@@ -169,28 +178,13 @@ def test_sigint_to_the_whole_process_group(ros, tmp_path):
 
 def test_a_recording_killed_while_writing_is_recovered(ros, long_ticks, tmp_path):
     """kill -9 of the recorder while writing: "File end magic is invalid" was all --bag said."""
-    physics, ticks = long_ticks
-    ns = fresh_ns("kill9")
-    bag = tmp_path / "killed"
-    sim = StandInSim(ns, make_spec(ns, physics))
-    stop = threading.Event()
-    run = RecorderRun(tmp_path, "--duration", "120", "--record", str(bag), ns=ns)
-    worker = threading.Thread(target=stream_forever, args=(sim, physics, ticks, stop), kwargs={"period_s": 0.0005})
-    try:
-        sim.wait_matched(run)
-        worker.start()
+    with recording_a_stream(tmp_path, long_ticks, "kill9", "killed", period_s=0.0005) as (run, bag):
         deadline = time.monotonic() + 60
         while not any(f.stat().st_size > 3 * 2 ** 20 for f in bag.glob("*.mcap")):  # a few 1 MiB chunks
             assert time.monotonic() < deadline, run.output()
             time.sleep(0.05)
         run.proc.kill()
         run.proc.wait(10)
-    finally:
-        stop.set()
-        if worker.is_alive():
-            worker.join(10)
-        run.stop()
-        sim.close()
     assert not (bag / "metadata.yaml").exists()
     rc, out, verdict = recorder(tmp_path, "--bag", str(bag))
     assert_no_traceback(out)

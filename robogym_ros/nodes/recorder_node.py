@@ -235,10 +235,6 @@ class RecorderNode(StoppableNode):
         return ((a.duration is not None and time.monotonic() - self.spec_at >= a.duration)
                 or (a.ticks is not None and self.received >= a.ticks))
 
-    def truth_caught_up(self) -> bool:
-        rec = self.recording
-        return rec.last_truth_ns >= rec.last_joint_ns
-
     # --- the end -----------------------------------------------------------------------------------
     def finish(self, signal_name: str | None) -> int:
         """The end of the recording: wait briefly for the truth of the last ticks, give the verdict,
