@@ -13,8 +13,9 @@ STANDALONE = [
     "mujoco>=3.2", "numpy", "opencv-python-headless", "rosbags>=0.10", "matplotlib",
     "mcap",  # the recorder reads an mcap cut short (a recording killed while writing) with it
 ]
-# The Gymnasium env (robogym_ros.envs). No torch: a learner is the user's choice.
-ENV = ["gymnasium>=1.4", "gymnasium-robotics>=1.4"]
+# The Gymnasium env (robogym_ros.envs). No torch: a learner is the user's choice. OpenCV: the
+# cameras' lens (cameras=[...], render_mode); test/test_env_extras.py keeps this list whole.
+ENV = ["gymnasium>=1.4", "gymnasium-robotics>=1.4", "opencv-python-headless"]
 
 setup(
     name=PACKAGE,
@@ -31,6 +32,11 @@ setup(
     extras_require={
         "standalone": STANDALONE,
         "env": ENV,
+        # the Ray fleet of batched envs (robogym_ros.envs.ray_fleet); tests skip without it
+        "ray": ["ray", *ENV],
+        # LeRobot datasets (robogym_ros.export; needs torch; lerobot 0.6 needs Python >= 3.12); tests skip without it
+        "lerobot": ["lerobot[dataset]>=0.6,<0.7", "mujoco>=3.2", "numpy", "opencv-python-headless", "rosbags>=0.10",
+                    *ENV],
         # pin: the URDF's forward kinematics by an independent parser (urdfdom) in test_urdf.py
         "test": ["pytest<9", "mcap", "mcap-ros2-support", "pin", "ruff", *ENV],
     },
@@ -45,6 +51,7 @@ setup(
             "robogym_sim = robogym_ros.nodes.entry:sim",
             "robogym_recorder = robogym_ros.nodes.entry:recorder",
             "robogym_motion = robogym_ros.nodes.entry:motion",
+            "robogym_expert = robogym_ros.nodes.entry:expert",
             "robogym_demo = robogym_ros.tools.demo:main",
         ],
     },

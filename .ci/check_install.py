@@ -15,12 +15,16 @@ prefix = Path(sys.argv[1])
 expected = [
     "lib/robogym_ros/robogym_sim",  # ros2 run looks in lib/<package>
     "lib/robogym_ros/robogym_recorder",
+    "lib/robogym_ros/robogym_motion",
+    "lib/robogym_ros/robogym_expert",
     "share/ament_index/resource_index/packages/robogym_ros",
     "share/robogym_ros/package.xml",
     "share/robogym_ros/launch/sim.launch.py",
     "share/robogym_ros/launch/bringup.launch.py",
+    "share/robogym_ros/launch/multi_sim.launch.py",
     "share/robogym_ros/config/sim.yaml",
     "share/robogym_ros/config/robogym.rviz",
+    "share/robogym_ros/config/moveit_controllers.yaml",  # MoveIt's simple controller manager reads it
 ]
 missing = [p for p in expected if not (prefix / p).exists()]
 site = glob.glob(str(prefix / "lib/python3*/site-packages"))

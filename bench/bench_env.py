@@ -1,15 +1,20 @@
 """Env steps per second of robogym_ros/Handover-v0 against the physics-only limit (figures only).
 
-    python bench/bench_env.py [--steps 1500] [--action-repeat 4] [--vector 1 2 4] [--ros-steps 200]
+    python bench/bench_env.py [--steps 1500] [--action-repeat 4] [--vector 1 2 4] [--ros-steps 500]
+        [--batched 1 2 8 32] [--ray-actors 2]
 
 physics only: raw ``mj_step`` x decimation x action_repeat per env step, on the same scene with
 the same held targets, no Python around it: what no env can beat, measured in this run.
 local single: ``gym.make`` (TimeLimit, order and passive checks included), random actions.
 local vector K: ``AsyncVectorEnv`` of K local envs; env steps/s = K x vector steps/s.
-ros lockstep: one ``robogym_sim`` (paused, cameras off) stepped through its services.
+ros lockstep: one ``robogym_sim`` (paused, cameras off), one step request per env step; measured
+alternately with local single (same action_repeat, same step count) and printed beside it.
+Target (issue 15): ros lockstep >= 30 % of local single.
+native batched K, mujoco.rollout alone K, Ray fleet: see bench/batched_rows.py.
 Each figure is the median of --repeats runs; the physics and single-env rates are also given
 by this process's CPU time, which other load on the machine does not inflate.
 Targets (issue 9): local single >= 80 % of the physics-only limit; local vector K = 2 >= 1.6 x local single on 2 cores.
+Targets (issue 18): native batched K = 8 >= 1.7 x local single and >= 80 % of mujoco.rollout alone (K = 8).
 """
 from __future__ import annotations
 
@@ -25,6 +30,7 @@ os.environ.setdefault("MUJOCO_GL", "egl")
 import gymnasium as gym  # noqa: E402
 import mujoco  # noqa: E402
 import numpy as np  # noqa: E402
+from batched_rows import rows as batched_rows_of  # noqa: E402  (bench/: the batched env, rollout alone, Ray)
 
 import robogym_ros.envs  # noqa: E402,F401  (registers the env)
 from robogym_ros.envs import ENV_ID  # noqa: E402
@@ -90,22 +96,27 @@ def local_vector(n: int, k: int, action_repeat: int) -> float:
     return rate
 
 
-def ros_lockstep(n: int, action_repeat: int) -> float:
+def ros_lockstep_vs_local(n: int, action_repeat: int, repeats: int) -> tuple[float, float]:
+    """(ros lockstep, local single) env steps/s, medians of ``repeats`` runs of ``n`` steps each,
+    measured alternately so that load which comes and goes weighs on both alike."""
     from robogym_ros.envs.fleet import SimFleet
+    lockstep, local = [], []
     with SimFleet(1, prefix=f"bench_env_{os.getpid()}_", seed=0, start_paused=True, camera_period_s=0.0) as fleet:
         try:
             env = gym.make(ENV_ID, mode="ros_lockstep", namespace=fleet.namespaces[0],
                            action_repeat=action_repeat, max_episode_steps=n + 1)
         except RuntimeError as exc:
             raise SystemExit(f"{exc}\nsims that died: {fleet.dead()}") from None
-        env.reset(seed=0)
         acts = actions(n)
-        t0 = time.perf_counter()
-        for a in acts:
-            env.step(a[0])
-        rate = n / (time.perf_counter() - t0)
+        for _ in range(repeats):
+            local.append(local_single(n, action_repeat)[0])
+            env.reset(seed=0)
+            t0 = time.perf_counter()
+            for a in acts:
+                env.step(a[0])
+            lockstep.append(n / (time.perf_counter() - t0))
         env.close()
-    return rate
+    return statistics.median(lockstep), statistics.median(local)
 
 
 def median_of(repeats: int, f, *args):
@@ -122,8 +133,12 @@ def main() -> None:
     ap.add_argument("--action-repeat", type=int, nargs="+", default=[4, 1],
                     help="control ticks per env step (4 is the env's default)")
     ap.add_argument("--vector", type=int, nargs="+", default=[1, 2, 4], help="K of the vector envs")
-    ap.add_argument("--ros-steps", type=int, default=200, help="env steps over ROS (0 = skip)")
+    ap.add_argument("--ros-steps", type=int, default=500,
+                    help="env steps over ROS, and of local single beside them (0 = skip)")
     ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--batched", type=int, nargs="+", default=[1, 2, 8, 32],
+                    help="K of the native batched env (each with mujoco.rollout alone on the same work)")
+    ap.add_argument("--ray-actors", type=int, default=2, help="actors of the Ray fleet, 4 scenes each (0 = skip)")
     args = ap.parse_args()
     print(f"cores: {os.cpu_count()}, load average {os.getloadavg()[0]:.2f}; env steps/s, median of "
           f"{args.repeats}")
@@ -138,8 +153,12 @@ def main() -> None:
                              median_of(args.repeats, physics_parallel, args.steps, k, ar)))
             rows.append((f"local vector K = {k} (AsyncVectorEnv)",
                          median_of(args.repeats, local_vector, args.steps, k, ar)))
+        batched_rows, batched_notes = batched_rows_of(args.steps, args.batched, args.ray_actors, ar, args.repeats)
+        rows += batched_rows
         if args.ros_steps:
-            rows.append(("ros lockstep (1 sim)", median_of(1, ros_lockstep, args.ros_steps, ar)))
+            lockstep, beside = ros_lockstep_vs_local(args.ros_steps, ar, args.repeats)
+            rows.append(("local single, measured alternately with ros lockstep", beside))
+            rows.append(("ros lockstep (1 sim)", lockstep))
         print(f"\naction_repeat {ar} ({ar * DECIMATION} physics steps of {PHYSICS_DT_S * 1e3:g} ms per env step)")
         print(f"  {'':55s} {'steps/s':>9s} {'/ physics':>10s} {'/ single':>9s}")
         for name, rate in rows:
@@ -147,6 +166,11 @@ def main() -> None:
         # CPU time of this process: what other load on the machine does not inflate.
         print(f"  by CPU time: physics only {limit_cpu:.0f}/s, local single {single_cpu:.0f}/s "
               f"= {single_cpu / limit_cpu:.0%} of the limit")
+        for note in batched_notes:
+            print(f"  {note}")
+        if args.ros_steps:
+            print(f"  ros lockstep {lockstep:.0f} steps/s beside local single {beside:.0f} steps/s, measured "
+                  f"alternately in this run: {lockstep / beside:.0%} of local (target >= 30 %)")
     print(f"load average at the end {os.getloadavg()[0]:.2f}")
 
 

@@ -7,7 +7,7 @@ One run, real processes (each with DDS on this host and a domain of its own):
   rendering only     bare mujoco.Renderer of the sim's cameras at their size: frames/s, and the
                      ticks/s that allows (frames/s x camera_period_s / control dt)
   sim                python -m robogym_ros.nodes.sim_node, real_time_factor 0, nobody subscribed
-  sim + rec          + python -m robogym_ros.nodes.recorder_node --ticks N --json
+  sim + rec          + python -m robogym_ros.nodes.recorder_cli --ticks N --json
   sim + rec --record + the recorder writing a bag (mcap)
   sim + motion + rec --record   + motion_node, and the recorder writing a bag
 each with cameras off and on (the defaults: 3 cameras, 320x240, every camera_period_s).
@@ -207,7 +207,7 @@ def run_config(name: str, cameras: bool, ticks: int, workdir: Path, *, recorder:
         if motion:
             spawn("motion", [PY, "-m", "robogym_ros.nodes.motion_node", "--ros-args", "-r", f"__ns:=/{ns}"])
         if recorder:
-            args = [PY, "-m", "robogym_ros.nodes.recorder_node", "--ticks", str(ticks), "--json", str(verdict_path)]
+            args = [PY, "-m", "robogym_ros.nodes.recorder_cli", "--ticks", str(ticks), "--json", str(verdict_path)]
             if record:
                 args += ["--record", str(logs / "bag")]
             spawn("recorder", [*args, "--ros-args", "-r", f"__ns:=/{ns}"])

@@ -80,8 +80,9 @@ SETUP_RETRIES = 2  # a run whose sim did not come up is run again (a shared tree
 FAULT_AT = 150  # the relay's joint_states message (counted once the recorder listens) that gets the fault
 # The recorder process with a joint ring of views (the aliasing fault, in the recorder itself):
 # the same ViewRecording the recorder's positive-control test patches in (test/test_recorder.py).
-VIEW_RING = ("import sys; import robogym_ros.nodes.recorder_node as rn; from test_recorder import ViewRecording; "
-             "rn.Recording = ViewRecording; sys.exit(rn.main(sys.argv))")
+VIEW_RING = ("import sys; import robogym_ros.nodes.recorder_node as rn; from robogym_ros.nodes import recorder_cli; "
+             "from test_recorder import ViewRecording; rn.Recording = ViewRecording; "
+             "sys.exit(recorder_cli.main(sys.argv))")
 
 
 @dataclass
@@ -187,7 +188,7 @@ def execute(run: Run, workdir: Path, index: int) -> Outcome:
     args = ["--duration", f"{run.seconds:g}", "--capacity", str(capacity), "--record", str(bag), "--json",
             str(verdict_path), "--spec-timeout", "60", "--ros-args", "-r", f"__ns:=/{rec_ns}"]
     head = [sys.executable, "-c", VIEW_RING] if run.kind == "aliasing" else \
-        [sys.executable, "-m", "robogym_ros.nodes.recorder_node"]
+        [sys.executable, "-m", "robogym_ros.nodes.recorder_cli"]
     rec_log = out / "recorder.log"
     started = time.monotonic()
     with open(rec_log, "w") as rlog:
@@ -213,7 +214,7 @@ def execute(run: Run, workdir: Path, index: int) -> Outcome:
     offline = None
     offline_rc = None
     if bag.exists():
-        r = subprocess.run([sys.executable, "-m", "robogym_ros.nodes.recorder_node", "--bag", str(bag), "--json",
+        r = subprocess.run([sys.executable, "-m", "robogym_ros.nodes.recorder_cli", "--bag", str(bag), "--json",
                             str(offline_path)], capture_output=True, text=True, env=_env(), timeout=120)
         offline, offline_rc = _verdict(offline_path), r.returncode
     return judge(run, live, offline, offline_rc, rec_log.read_text(errors="replace"), wall)
@@ -452,7 +453,7 @@ def main(argv=None) -> int:
     if not args.clean_only:
         runs += [Run(k, seed=s, seconds=args.seconds) for s in range(args.fault_repeats) for k in FAULTS]
     broken = subprocess.run([sys.executable, "-c", "import robogym_ros.nodes.sim_node, robogym_ros.nodes.motion_node, "
-                             "robogym_ros.nodes.recorder_node"], capture_output=True, text=True, env=_env())
+                             "robogym_ros.nodes.recorder_cli"], capture_output=True, text=True, env=_env())
     if broken.returncode:
         print(f"soak: the nodes do not import; nothing run:\n{broken.stderr[-2000:]}", file=sys.stderr)
         return 2

@@ -2,6 +2,7 @@
 
     ros2 launch robogym_ros bringup.launch.py duration_s:=10
     ros2 launch robogym_ros bringup.launch.py duration_s:=10 record:=/tmp/my_bag real_time_factor:=0.5
+    ros2 launch robogym_ros bringup.launch.py duration_s:=20 expert:=true seed:=3   # a scripted handover
 
 The recorder prints its verdict when duration_s has passed (or on Ctrl-C); launch then shuts
 the other nodes down. `ros2 launch` exits 0 whatever the verdict: the verdict's exit code is
@@ -36,9 +37,15 @@ def recorder_and_motion(context) -> list:
         namespace=namespace, output="screen", emulate_tty=True,
         arguments=["--duration", LaunchConfiguration("duration_s"), "--record", record],
     )
+    # expert:=true: the scripted handover expert (robogym_expert) instead of the fixed path
+    if LaunchConfiguration("expert").perform(context).lower() in ("true", "1"):
+        mover = Node(package="robogym_ros", executable="robogym_expert", name="robogym_expert",
+                     namespace=namespace, output="screen", emulate_tty=True)
+    else:
+        mover = Node(package="robogym_ros", executable="robogym_motion", name="robogym_motion",
+                     namespace=namespace, output="screen", emulate_tty=True)
     return [
-        Node(package="robogym_ros", executable="robogym_motion", name="robogym_motion",
-             namespace=namespace, output="screen", emulate_tty=True),
+        mover,
         recorder,
         # The verdict is the point of the run: when the recorder exits, so does the launch.
         RegisterEventHandler(OnProcessExit(target_action=recorder,
@@ -52,6 +59,8 @@ def generate_launch_description():
         DeclareLaunchArgument("namespace", default_value=""),
         DeclareLaunchArgument("duration_s", default_value="10.0",
                               description="how long the recorder records [s, wall]"),
+        DeclareLaunchArgument("expert", default_value="false",
+                              description="true: the scripted handover expert moves the arms (robogym_expert)"),
         DeclareLaunchArgument("record", default_value="",
                               description="rosbag2 (mcap) output directory; empty: a new robogym_bag_<time>"),
         IncludeLaunchDescription(PythonLaunchDescriptionSource(sim_launch)),

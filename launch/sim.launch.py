@@ -9,13 +9,18 @@ and RViz with config/robogym.rviz on ``rviz:=true``.
 
 Every parameter of robogym_ros.params is a launch argument; left empty it passes nothing.
 ``respawn:=true`` restarts the sim when it exits on its own (the physics process died).
+Otherwise the launch ends with the sim: exit 1 when the sim died or could not start (a bad
+value in the params file: its FATAL line names it), exit 0 when it stopped cleanly. A sim that
+could not start (exit 1) ends the launch even with ``respawn:=true``: it would fail again.
 robot_state_publisher and RViz run on sim time (/clock); TF is global (/tf), so two sims
 in one ROS domain share frame names: give each its own ROS_DOMAIN_ID.
 """
 from pathlib import Path
 
 import yaml
-from launch.actions import DeclareLaunchArgument, OpaqueFunction
+from launch.actions import DeclareLaunchArgument, EmitEvent, OpaqueFunction, RegisterEventHandler
+from launch.event_handlers import OnProcessExit
+from launch.events import Shutdown
 from launch.substitutions import LaunchConfiguration, PathJoinSubstitution
 from launch_ros.actions import Node
 from launch_ros.parameter_descriptions import ParameterValue
@@ -24,17 +29,21 @@ from launch_ros.substitutions import FindPackageShare
 from launch import LaunchDescription
 from robogym_ros.params import FROM_PARAMS_FILE, SIM_PARAMS, given_parameters
 from robogym_ros.sim.urdf import robot_urdf_of_parameters
+from robogym_ros.tools.launch_support import file_parameters, shutdown_reason
 from robogym_ros.tools.rviz import RVIZ_CONFIG, namespace_remappings
 
 
 def params_file_values(path: str) -> dict:
     """The sim's parameters in a ROS params file (any node key: `/**`, `robogym_sim`, ...)."""
-    data = yaml.safe_load(Path(path).read_text()) or {}
-    values = {}
-    for section in data.values():
-        if isinstance(section, dict):
-            values.update(section.get("ros__parameters", {}))
-    return values
+    return file_parameters(yaml.safe_load(Path(path).read_text()))
+
+
+def end_with_the_sim(sim: Node, name: str, respawn: bool) -> RegisterEventHandler:
+    """The launch ends when the sim exits on its own (robogym_ros.tools.launch_support.shutdown_reason)."""
+    def on_exit(event, context):
+        reason = shutdown_reason(name, event.returncode, respawn=respawn, shutting_down=context.is_shutdown)
+        return None if reason is None else [EmitEvent(event=Shutdown(reason=reason))]
+    return RegisterEventHandler(OnProcessExit(target_action=sim, on_exit=on_exit))
 
 
 def sim_nodes(context) -> list:
@@ -45,10 +54,12 @@ def sim_nodes(context) -> list:
     # The URDF the sim publishes, made here too: robot_state_publisher needs it at start-up.
     # The model comes from the params file unless the command line names one.
     urdf = robot_urdf_of_parameters({**params_file_values(params_file), **given})
+    sim = Node(package="robogym_ros", executable="robogym_sim", name="robogym_sim", namespace=namespace,
+               parameters=[LaunchConfiguration("params_file"), given],
+               respawn=respawn, respawn_delay=2.0, output="screen", emulate_tty=True)
     nodes = [
-        Node(package="robogym_ros", executable="robogym_sim", name="robogym_sim", namespace=namespace,
-             parameters=[LaunchConfiguration("params_file"), given],
-             respawn=respawn, respawn_delay=2.0, output="screen", emulate_tty=True),
+        sim,
+        end_with_the_sim(sim, f"{namespace.strip('/')}/robogym_sim".lstrip("/"), respawn),
         Node(package="robot_state_publisher", executable="robot_state_publisher", name="robot_state_publisher",
              namespace=namespace, output="screen",
              parameters=[{"robot_description": ParameterValue(urdf, value_type=str), "use_sim_time": True}]),

@@ -24,10 +24,25 @@ JOINT_TRAJECTORY = "joint_trajectory"
 ROBOT_DESCRIPTION = "robot_description"
 TRUTH_JOINTS = "ground_truth/joint_states"
 TRUTH_OBJECTS = "ground_truth/object_poses"
+# sensor_msgs/JointState, every tick, stamped with the tick, joints in ground truth's order, only
+# ``position`` filled: the servo targets (MjData.ctrl) the physics held during the control tick
+# that ended at the stamp, whoever set them (joint_commands, a trajectory, an arm controller).
+# The tick's state is the result of exactly these targets (zero-order hold over the tick's
+# physics steps); a command that arrives during tick k shows from tick k + 1 on. A reset tick (and
+# a blow-up's tick, whose state is the new scene) has no step: it carries the targets the reset
+# set, the new pose held, which are in force from the next tick on until a command changes them.
+TRUTH_TARGETS = "ground_truth/joint_targets"
 CLOCK = "/clock"
 DIAGNOSTICS = "/diagnostics"
 SPEC_TOPIC = f"{SIM_NODE}/spec"  # relative to the namespace: the sim node's private "~/spec"
 STATE_TOPIC = f"{SIM_NODE}/state"  # latched: paused / running, and from which tick
+# Lockstep in one message (trajectory_msgs/JointTrajectory, RELIABLE): from the tick stamped
+# header.stamp (refused unless that is the sim's last tick), hold points[0].positions of
+# joint_names from the next tick on and step a paused sim by points[0].time_from_start (a whole
+# number of control ticks). Targets and step travel together: no order between two streams
+# is assumed. Answered on STEP_RESULT_TOPIC (std_msgs/String, StepResult JSON), as is every reset.
+STEP_REQUEST_TOPIC = f"{SIM_NODE}/step_request"
+STEP_RESULT_TOPIC = f"{SIM_NODE}/step_result"
 # A frame the sim skipped (due while the renderer was busy): std_msgs/Header, stamp = the tick the
 # frame was due at, frame_id = the cameras, comma-separated (they render together). Lets a
 # recorder tell frames the sim skipped from frames lost on the way.
@@ -101,6 +116,8 @@ DIAGNOSTICS_QOS = QosSpec(depth=10)
 SPEC_QOS = QosSpec(depth=1, durability="transient_local")
 # Every pause/resume transition of a run, for a reader that joins late (depth, not 1).
 STATE_QOS = QosSpec(depth=100, durability="transient_local")
+# Answers to the requests of a client that is there: no history for late joiners.
+STEP_RESULT_QOS = QosSpec(depth=10)
 
 
 def _qos(value: Any) -> QosSpec | None:
@@ -118,17 +135,59 @@ class RunState:
     paused: bool
     stamp_ns: int
     reason: str  # "start" | "pause" | "resume" | "reset" | "step" | "blow_up"
+    # A reset's scene: the seed of its sequence and its place in it (1 = the scene the first
+    # reset of a sim started with that seed draws, = the env's local reset(seed=seed)).
+    seed: int | None = None
+    scene: int | None = None
 
     def to_json(self) -> str:
-        return json.dumps(asdict(self), sort_keys=True)
+        return json.dumps({k: v for k, v in asdict(self).items() if v is not None}, sort_keys=True)
 
     @classmethod
     def from_json(cls, text: str) -> "RunState":
         try:
             d = json.loads(text)
-            return cls(paused=bool(d["paused"]), stamp_ns=int(d["stamp_ns"]), reason=str(d["reason"]))
+            return cls(paused=bool(d["paused"]), stamp_ns=int(d["stamp_ns"]), reason=str(d["reason"]),
+                       seed=_int_or_none(d.get("seed")), scene=_int_or_none(d.get("scene")))
         except (ValueError, KeyError, TypeError) as exc:
             raise ValueError(f"run state is not valid ({type(exc).__name__}: {exc}): {text[:80]!r}") from None
+
+
+# --- lockstep answers (STEP_RESULT_TOPIC, one message per step request and per reset) ---------
+@dataclass(frozen=True)
+class StepResult:
+    """What a lockstep client needs of a step request or a reset, in one message: the record of
+    its last tick (float64 values; JSON writes the shortest text that reads back to the same
+    double, so they arrive bit for bit), or why the request was refused.
+    """
+    reason: str  # "step" | "reset" | "step_refused" (nothing changed; ``detail`` says why)
+    stamp_ns: int  # the tick of the record (refused: the sim's last tick)
+    from_stamp_ns: int | None = None  # a step request's header.stamp: which request this answers
+    blew_up: bool = False  # a blow-up ended the step early, at ``stamp_ns`` (the scene was reset)
+    seed: int | None = None  # a reset's seed and scene, as in its RunState
+    scene: int | None = None
+    detail: str = ""
+    position: tuple[float, ...] = ()
+    velocity: tuple[float, ...] = ()
+    effort: tuple[float, ...] = ()
+    object_poses: tuple[tuple[float, ...], ...] = ()  # one row per object, POSE_LAYOUT
+
+    def to_json(self) -> str:
+        # Not asdict: its deep copy of the numbers costs more than the encoding (once per step).
+        return json.dumps({f.name: getattr(self, f.name) for f in fields(self)}, sort_keys=True)
+
+    @classmethod
+    def from_json(cls, text: str) -> "StepResult":
+        try:
+            d = json.loads(text)
+            return cls(reason=str(d["reason"]), stamp_ns=int(d["stamp_ns"]),
+                       from_stamp_ns=_int_or_none(d.get("from_stamp_ns")), blew_up=bool(d.get("blew_up")),
+                       seed=_int_or_none(d.get("seed")), scene=_int_or_none(d.get("scene")),
+                       detail=str(d.get("detail", "")), position=tuple(d["position"]),
+                       velocity=tuple(d["velocity"]), effort=tuple(d["effort"]),
+                       object_poses=tuple(tuple(p) for p in d["object_poses"]))
+        except (ValueError, KeyError, TypeError) as exc:
+            raise ValueError(f"step result is not valid ({type(exc).__name__}: {exc}): {text[:80]!r}") from None
 
 
 # --- the spec --------------------------------------------------------------------------------

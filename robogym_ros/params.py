@@ -50,12 +50,7 @@ class Param:
         an INTEGER); nothing else changes type.
         """
         t = self.type
-        if t is float and isinstance(value, int) and not isinstance(value, bool):
-            value = float(value)
-        if t is tuple and isinstance(value, list):
-            value = tuple(value)
-        if not isinstance(value, t) or (t is int and isinstance(value, bool)):
-            raise ValueError(f"{self.name} must be {_type_name(t)}, got {value!r}")
+        value = self.as_type(value)
         if t is float and not math.isfinite(value):
             raise ValueError(f"{self.name} must be finite, got {value!r}")
         if t in (int, float) and not _within(value, self.minimum, self.maximum):
@@ -63,6 +58,28 @@ class Param:
                              f"{_num(self.minimum)} .. {_num(self.maximum)}"
                              + (f" [{self.unit}]" if self.unit else ""))
         return value
+
+    def as_type(self, value: Any) -> Any:
+        """``value`` as this parameter's type (an integer for a double, a list for a string array),
+        or ValueError naming the parameter, its type, range and unit; the range is not checked."""
+        t = self.type
+        if t is float and isinstance(value, int) and not isinstance(value, bool):
+            value = float(value)
+        if t is tuple and isinstance(value, list):
+            value = tuple(value)
+        if not isinstance(value, t) or (t is int and isinstance(value, bool)) \
+                or (t is tuple and not all(isinstance(v, str) for v in value)):
+            kind = "not all strings" if isinstance(value, tuple) else _type_name(type(value))
+            raise ValueError(f"{self.name} must be {self.expects}, got {value!r} ({kind}): {self.description}")
+        return value
+
+    @property
+    def expects(self) -> str:
+        """Its type, range and unit in words: ``a double in 0 .. 100``, ``an integer in 1 .. 1000``."""
+        text = _type_name(self.type)
+        if self.minimum is not None or self.maximum is not None:
+            text += f" in {_num(self.minimum)} .. {_num(self.maximum)}"
+        return text + (f" [{self.unit}]" if self.unit else "")
 
     def parse(self, text: str) -> Any:
         """A value given as text (a launch argument, ``-p name:=text``), coerced and range-checked."""
@@ -82,7 +99,7 @@ class Param:
             else:
                 value = text
         except ValueError:
-            raise ValueError(f"{self.name} must be {_type_name(t)}, got {text!r}") from None
+            raise ValueError(f"{self.name} must be {self.expects}, got {text!r}: {self.description}") from None
         return self.coerce(value)
 
 
@@ -98,7 +115,7 @@ def _num(value: float | None) -> str:
 
 def _type_name(t: type) -> str:
     return {float: "a double", int: "an integer", bool: "a bool", str: "a string",
-            tuple: "a string array"}[t]
+            tuple: "a string array", list: "an array", bytes: "a byte array"}.get(t, t.__name__)
 
 
 SIM_PARAMS: tuple[Param, ...] = (
@@ -107,7 +124,8 @@ SIM_PARAMS: tuple[Param, ...] = (
           1, 1000, yaml_comment="-> control_dt_s = 0.01 (100 Hz)"),
     Param("real_time_factor", 1.0, "", "sim seconds per wall second; 0 = as fast as possible",
           0.0, 100.0, live=True),
-    Param("seed", 0, "", "seed of the reset randomisation (block/tray side, yaw, upright)", 0, 2**31 - 1),
+    Param("seed", 0, "", "seed of the reset randomisation (block/tray side, yaw, upright); a change starts "
+          "that seed's sequence at the next reset", 0, 2**31 - 1, live=True),
     Param("start_paused", False, "", "start paused; resume or step through the services"),
     Param("model", "", "", "MJCF file path; empty = the built-in two-arm SO-101 scene"),
     Param("max_lag_s", 0.5, "s", "when physics falls this far behind wall time, skip ahead", 0.001, 60.0,

@@ -284,7 +284,7 @@ def write_still_bag(path, storage, malformed_after=None):
 
 @pytest.mark.parametrize("storage", ["mcap", "sqlite3"])
 def test_a_malformed_message_in_a_bag_is_a_decoding_finding_and_the_rest_is_checked(tmp_path, storage):
-    from robogym_ros.nodes.recorder_node import check_bag
+    from robogym_ros.recorder.offline import check_bag
     write_still_bag(tmp_path / "clean", storage)
     clean = check_bag(str(tmp_path / "clean"))  # positive control: the same bag without the fault
     assert clean.exit_code == EXIT_PASS and "every message decoded" in clean.to_dict()["checks"][-1]["summary"]
@@ -298,7 +298,7 @@ def test_a_malformed_message_in_a_bag_is_a_decoding_finding_and_the_rest_is_chec
 
 
 def test_a_bag_whose_joint_states_all_fail_to_decode_fails_it_is_no_usage_error(tmp_path):
-    from robogym_ros.nodes.recorder_node import check_bag
+    from robogym_ros.recorder.offline import check_bag
     with BagWriter(tmp_path / "bag") as bag:
         bag.write_spec("/robogym_sim/spec", SPEC)
         for s in trajectory(10)[0]:

@@ -477,8 +477,47 @@ def test_camera_period_is_in_sim_seconds_whatever_the_decimation(make_cam_sim):
 
 # --- 6. skipping, not queuing --------------------------------------------------------------
 
+OVERLOAD_FRAME_S = 0.04  # 4 control ticks: ~75 % of the frames due every tick must be skipped
+
+
+def overloading_source_scale(target_s: float = OVERLOAD_FRAME_S) -> tuple[float, float]:
+    """(camera_source_scale, s per frame here): the smallest source scale at which rendering the
+    three cameras here takes ``target_s`` or more (4.0, the range's top, at most).
+
+    The overload is forced, not hoped for: the machine's speed varies ~2x between hours, and a
+    fast llvmpipe renders 320x240 x3 at 12 ms, keeping up with 82 % of a 100 Hz camera. The
+    source scale costs render time (pixels rendered grow with its square) while the published
+    images stay 320x240, so transport and the observer carry what they carry at scale 1.
+    """
+    import statistics
+
+    from robogym_ros.camera.lens import Lens
+    from robogym_ros.camera.renderer import CameraRenderer
+    model = mujoco.MjModel.from_xml_path(default_model_path())
+    data = mujoco.MjData(model)
+    mujoco.mj_forward(model, data)
+    state = np.empty(mujoco.mj_stateSize(model, mujoco.mjtState.mjSTATE_INTEGRATION))
+    mujoco.mj_getState(model, data, state, mujoco.mjtState.mjSTATE_INTEGRATION)
+    for scale in (1.0, 1.5, 2.0, 3.0, 4.0):
+        with CameraRenderer(model, DEFAULT_CAMERAS, Lens(320, 240, source_scale=scale)) as renderer:
+            mosaic = renderer.new_mosaic()
+            renderer.render_raw(state, mosaic)  # the first frame sets things up
+            times = []
+            for _ in range(5):
+                start = time.perf_counter()
+                renderer.render_raw(state, mosaic)
+                times.append(time.perf_counter() - start)
+        frame_s = statistics.median(times)
+        if frame_s >= target_s:
+            break
+    return scale, frame_s
+
+
 def test_a_too_fast_camera_skips_frames_and_leaves_physics_alone(make_cam_sim):
-    _, obs = make_cam_sim(start_paused=True, camera_period_s=0.01)  # every tick is due
+    scale, frame_s = overloading_source_scale()
+    print(f"camera_source_scale {scale}: {frame_s * 1e3:.1f} ms per frame here")
+    _, obs = make_cam_sim(start_paused=True, camera_period_s=0.01,  # every tick is due
+                          camera_source_scale=scale)
     obs.wait_matched()
     obs.call("resume")
     obs.wait_for(lambda: obs.diag_values().get("real_time_factor_achieved", "nan") != "nan",
@@ -524,10 +563,14 @@ def test_a_too_fast_camera_skips_frames_and_leaves_physics_alone(make_cam_sim):
     # hundreds of ms and drags the real-time factor down with it.
     assert late <= steps // 50, f"{late} late steps of {steps}"
     assert rtf == pytest.approx(1.0, abs=0.02)
-    # Measured on llvmpipe: 30..114 rendered, 186..271 skipped of 300. A GPU may keep up.
+    # A frame costs >= 4 ticks here (scale chosen above): ~75 % skipped; > 25 % leaves 3x for
+    # the machine's speed to change between the measurement and the window. Measured: at scale
+    # 1.0, 186..271 skipped of 300 on a slow llvmpipe, 52..58 on a fast one (which failed here);
+    # at the chosen scale, see the report of issue 19. A GPU may keep up even at scale 4.
     if not is_software_gl(local_gl_renderer()):
         pytest.skip(f"a hardware GL rendered {rendered} of {ticks} due frames")
-    assert skipped > ticks // 4, "software GL cannot render 3 cameras at 100 Hz: none skipped?"
+    assert skipped > ticks // 4, (f"{skipped} of {ticks} skipped although a frame takes {frame_s * 1e3:.0f} ms "
+                                  f"here: frames queued or the renderer skipped nothing")
 
 
 def local_gl_renderer() -> str:

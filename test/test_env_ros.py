@@ -54,24 +54,24 @@ def test_lockstep_matches_local_bit_for_bit(make_sim, action_repeat, cameras):
 
 
 def test_the_equality_test_sees_a_target_applied_one_tick_late(make_sim, monkeypatch):
-    """Positive control: a lockstep step that sends its command after the step request (the
-    race the env's ordering rules out) makes lockstep and local part at once."""
-    from sensor_msgs.msg import JointState
-
+    """Positive control: a lockstep step whose targets take effect one tick late (what a command
+    overtaken by its step request would do; the step request carries both, so it cannot) makes
+    lockstep and local part at once."""
     from robogym_ros.envs.ros import RosBackend
 
+    real_step = RosBackend.step
+    previous = {}
+
     def late_step(self, targets, n_ticks):
-        expected = self._last_index + n_ticks
-        self._trigger("step", n_ticks)
-        self._commands.publish(JointState(name=list(targets), position=[float(v) for v in targets.values()]))
-        tick = self._frame(expected)
-        self._last_index = tick.index
-        return tick
+        held = previous.get("targets", {})
+        previous["targets"] = targets
+        real_step(self, held, 1)  # one tick on the old targets, then the new ones
+        return real_step(self, targets, n_ticks - 1)
 
     sim, _ = make_sim(seed=7, **SIM_PARAMS)
     monkeypatch.setattr(RosBackend, "step", late_step)
-    ros = HandoverEnv(mode="ros_lockstep", namespace=sim.namespace, action_repeat=1)
-    local = HandoverEnv(action_repeat=1)
+    ros = HandoverEnv(mode="ros_lockstep", namespace=sim.namespace, action_repeat=2)
+    local = HandoverEnv(action_repeat=2)
     rng = np.random.default_rng(1)
     try:
         assert_same_step(ros.reset(seed=7), local.reset(seed=7))
@@ -105,20 +105,31 @@ def test_realtime_mode_returns_the_newest_tick_and_says_how_far_the_world_moved(
         local.close()
 
 
-def test_a_seed_the_running_sim_cannot_honour_is_refused_and_changes_nothing(make_sim):
+def test_any_seed_resets_a_running_sim_to_local_modes_scene_of_that_seed(make_sim):
+    """The sim takes a new seed at run time (its live seed parameter): reset(seed=s) over ROS is
+    local reset(seed=s), whatever the sim was started with and whatever it did before."""
     sim, observer = make_sim(seed=7, **SIM_PARAMS)
     env = HandoverEnv(mode="ros_lockstep", namespace=sim.namespace)
+    local = HandoverEnv()
     try:
-        with pytest.raises(ValueError, match=r"reset\(seed=8\): the sim in /\S+ was started with seed 7 "
-                                             r"and cannot be re-seeded"):
-            env.reset(seed=8)
-        assert observer.snapshot(observer.joint_states) == []  # no reset happened
-        env.reset(seed=7)
-        with pytest.raises(ValueError, match=r"already reset the sim .* 1 time\(s\); its generator cannot be rewound"):
-            env.reset(seed=7)
-        env.reset()  # unseeded: the next scene
+        for seed in (8, 7, 7, 123):
+            obs, info = env.reset(seed=seed)
+            expected, _ = local.reset(seed=seed)
+            for key in obs:
+                np.testing.assert_array_equal(obs[key], expected[key], err_msg=f"seed {seed}: {key}")
+            step = env.step(env.action_space.sample())  # history the next seeded reset must not see
+            assert step[4]["ticks_elapsed"] == env.unwrapped.action_repeat
+        # Unseeded: the next scene of seed 123's sequence (the sim's clock, in info, runs on).
+        obs, expected = env.reset()[0], local.reset()[0]
+        for key in obs:
+            np.testing.assert_array_equal(obs[key], expected[key], err_msg=key)
+        # The spec says which sequence the sim draws from.
+        observer.wait_for(lambda: observer.spec["seed"] == 123, what="the spec's seed")
+        with pytest.raises(ValueError, match=r"seed must be an integer in 0 \.\. 2147483647"):
+            env.reset(seed=-1)
     finally:
         env.close()
+        local.close()
 
 
 def test_no_sim_in_the_namespace_is_one_clear_error():

@@ -13,6 +13,7 @@ from robogym_ros import contract
 from robogym_ros.params import DEFAULT_CAMERAS, SIM
 from robogym_ros.sim.physics import default_model_path
 from robogym_ros.sim.urdf import robot_urdf, robot_urdf_of_parameters
+from robogym_ros.tools.launch_support import file_parameters
 from robogym_ros.tools.rviz import RVIZ_CONFIG, config_topics, namespace_remappings
 
 ROOT = Path(__file__).parents[1]
@@ -118,7 +119,7 @@ def test_launch_argument_text_is_typed_and_range_checked():
     assert SIM["cameras"].parse("[overhead, left_wrist]") == ("overhead", "left_wrist")
     with pytest.raises(ValueError, match=r"decimation = 0 is outside its range 1 \.\. 1000"):
         SIM["decimation"].parse("0")
-    with pytest.raises(ValueError, match="physics_dt_s must be a double, got 'fast'"):
+    with pytest.raises(ValueError, match=r"physics_dt_s must be a double in 1e-05 \.\. 1 \[s\], got 'fast'"):
         SIM["physics_dt_s"].parse("fast")
 
 
@@ -181,7 +182,7 @@ def test_the_launch_reads_the_model_from_the_params_file(tmp_path):
     path = ROOT / "launch" / "sim.launch.py"
     tree = ast.parse(path.read_text())
     func = next(n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "params_file_values")
-    namespace = {"yaml": yaml, "Path": Path}
+    namespace = {"yaml": yaml, "Path": Path, "file_parameters": file_parameters}
     exec(compile(ast.Module(body=[func], type_ignores=[]), str(path), "exec"), namespace)
     params_file_values = namespace["params_file_values"]
     assert params_file_values(str(ROOT / "config" / "sim.yaml"))["model"] == ""

@@ -133,7 +133,7 @@ class FaultyPublisher:
 
 
 class RecorderRun:
-    """``python -m robogym_ros.recorder_node ...`` as a real process, output to a file."""
+    """``python -m robogym_ros.nodes.recorder_cli ...`` as a real process, output to a file."""
 
     def __init__(self, tmp_path: Path, *args: str, ns: str | None = None, module_code: str | None = None,
                  **popen):
@@ -143,7 +143,7 @@ class RecorderRun:
         if ns is not None:
             argv += ["--ros-args", "-r", f"__ns:=/{ns}"]
         head = [sys.executable, "-c", module_code] if module_code else \
-            [sys.executable, "-m", "robogym_ros.nodes.recorder_node"]
+            [sys.executable, "-m", "robogym_ros.nodes.recorder_cli"]
         env = dict(os.environ, PYTHONPATH=os.pathsep.join(
             [str(ROOT), str(ROOT / "test"), os.environ.get("PYTHONPATH", "")]))
         self.log = open(self.log_path, "w")
@@ -597,8 +597,9 @@ def test_live_recorder_with_a_ring_of_views_fails_its_own_audit(ros, physics_tic
     """The same view ring patched into the real recorder process, against a clean stream."""
     physics, ticks = physics_ticks
     base, items, _ = stream(ticks, None)
-    code = ("import sys; import robogym_ros.nodes.recorder_node as rn; from test_recorder import ViewRecording; "
-            "rn.Recording = ViewRecording; sys.exit(rn.main(sys.argv))")
+    code = ("import sys; import robogym_ros.nodes.recorder_node as rn; from robogym_ros.nodes import recorder_cli; "
+            "from test_recorder import ViewRecording; rn.Recording = ViewRecording; "
+            "sys.exit(recorder_cli.main(sys.argv))")
     rc, out, verdict = run_against_publisher(tmp_path, physics, events_for(physics.joint_names, base, items),
                                              len(items), ns_tag="views", module_code=code)
     assert rc == 1, out

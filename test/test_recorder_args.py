@@ -9,11 +9,11 @@ import pytest
 from test_recorder import RecorderRun, assert_no_traceback, fresh_ns, make_spec
 from test_recorder_faults import StandInSim
 
-from robogym_ros.nodes.recorder_node import available_memory_bytes
+from robogym_ros.recorder.memory import available_memory_bytes
 
 
 def run_recorder(*args: str, timeout_s: float = 60.0) -> tuple[int, str]:
-    r = subprocess.run([sys.executable, "-m", "robogym_ros.nodes.recorder_node", *args], capture_output=True,
+    r = subprocess.run([sys.executable, "-m", "robogym_ros.nodes.recorder_cli", *args], capture_output=True,
                        text=True, timeout=timeout_s)
     return r.returncode, r.stdout + r.stderr
 
@@ -65,3 +65,22 @@ def test_a_capacity_too_large_for_the_spec_joints_is_refused_before_subscribing(
     assert_no_traceback(out)
     assert rc == 2 and verdict["status"] == "usage_error", out
     assert f"--capacity {capacity} needs" in out and "for 12 joints" in out
+
+
+def test_the_memory_message_names_the_real_figures():
+    """`--capacity 1e10` said "rings for 1 joints" before the joints were known: now the least the
+    rings need (said to be a lower bound), what is available, and the largest capacity that fits."""
+    from robogym_ros.recorder.memory import memory_problem
+    from robogym_ros.recorder.ring import recording_bytes
+    available = 8 * 2**30
+    early = memory_problem(10**10, 0.0, None, available_bytes=available)
+    need = recording_bytes(10**10, 1) / 2**30
+    assert early.startswith(f"--capacity 10000000000 needs at least {need:.1f} GiB of rings (")
+    assert "8.0 GiB available, at most 50% used" in early and "1 joints" not in early
+    largest = int(early.rsplit(" ", 1)[1])
+    assert recording_bytes(largest, 1) <= available / 2 < recording_bytes(largest + 1, 1)
+    known = memory_problem(10**8, 0.0, 12, available_bytes=available)
+    assert f"{recording_bytes(10**8, 12) / 2**30:.1f} GiB of rings for 12 joints" in known
+    largest = int(known.split("use --capacity ")[1].split()[0])
+    assert recording_bytes(largest, 12) <= available / 2 < recording_bytes(largest + 1, 12)
+    assert memory_problem(largest, 0.0, 12, available_bytes=available) is None

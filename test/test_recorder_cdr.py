@@ -30,7 +30,7 @@ from test_recorder import (
 
 from robogym_ros import contract
 from robogym_ros.contract import JointSpec, Spec, TopicSpec, split_stamp
-from robogym_ros.nodes import qos
+from robogym_ros.nodes import qos, recorder_cli
 from robogym_ros.nodes import recorder_node as rn
 from robogym_ros.nodes.spin import events_executor
 from robogym_ros.recorder.recording import GROUND_TRUTH, JOINT_STATES, Recording
@@ -246,7 +246,7 @@ def test_live_recorder_ring_equals_what_rclpy_received_bit_for_bit(ros):
     msgs = variety(n_per_kind=25)
     pub_node = rclpy.create_node("cdr_publisher", namespace=f"/{ns}")
     typed_node = rclpy.create_node("cdr_typed", namespace=f"/{ns}")
-    recorder = rn.RecorderNode(rn.parse_args(["--capacity", "1000"]), namespace=f"/{ns}")
+    recorder = rn.RecorderNode(recorder_cli.parse_args(["--capacity", "1000"]), namespace=f"/{ns}")
     typed = {JOINT_STATES: [], GROUND_TRUTH: []}
     for stream_, topic in ((JOINT_STATES, contract.JOINT_STATES), (GROUND_TRUTH, contract.TRUTH_JOINTS)):
         typed_node.create_subscription(JointState, topic, typed[stream_].append, rn.RECORD_QOS)

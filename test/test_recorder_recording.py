@@ -164,3 +164,17 @@ def test_truth_that_names_other_joints_is_refused(gt_names, message):
     assert message in str(err.value)
     same = replace(js, names=("c", "a", "b"), position=np.array([[3.0, 1.0, 2.0]] * 3))
     assert align_truth(js, same).position.tolist() == [[1.0, 2.0, 3.0]] * 3  # by name, not by column
+
+
+def test_live_changes_are_counted_once_however_many_cameras():
+    """Two camera_period_s changes with three cameras: "2 times (3 cameras)", not 6 times."""
+    cams = ("top", "side", "wrist")
+    rec = Recording(spec(cams, 0.05), 5000)
+    feed(rec, range(1, 501))
+    assert rec.on_spec(spec(cams, 0.1)) == "update"
+    feed(rec, range(501, 1001))
+    assert rec.on_spec(spec(cams, 0.05)) == "update"
+    feed(rec, range(1001, 1501))
+    notes = [n for n in rec.verdict().notes if "changed live" in n]
+    assert notes == ["camera_period_s changed live 2 times (3 cameras): frames due around each change are not "
+                     "judged"], notes

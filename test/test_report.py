@@ -80,7 +80,7 @@ def test_a_clean_run_passes_with_every_figure(truth, tmp_path):
     assert 'id="verdict-status">PASS<' in text and 'class="figure fail"' not in text
     assert report.figure("positions").marks["aliased_slots"] == 0
     assert report.figure("tick_grid").marks == {"dropped": 0, "duplicated": 0, "reordered": 0, "restarts": 0}
-    assert abs(report.figure("velocity").marks["gain"] - 1) < 0.5
+    assert report.figure("velocity").level == "ok"
     lateness = report.figure("lateness")
     assert lateness.marks["histogram"] and lateness.level == "warn"  # 3 late steps: a warning, as in diagnostics
     assert report.figure("cameras").marks == {"cameras": 1, "frames_shown": 3}
@@ -105,6 +105,44 @@ def test_an_aliased_buffer_is_marked_in_the_report(truth, tmp_path):
     # Positive control: the same report of the clean copy marks nothing.
     clean = write_report(tmp_path / "clean", *run(truth, stamps, q.copy()))
     assert not clean.figure("positions").failed and clean.figure("positions").marks["aliased_slots"] == 0
+
+
+def test_the_velocity_figure_states_what_the_checks_found(truth, tmp_path):
+    """Like with like: each velocity panel draws what its check compared and states only the
+    check's own figures. Clean: both PASS, no gain of the mean-of-end-velocities kind (the old
+    plot said "gain 1.32" on a PASS). dt-unit fault (a backward difference over the physics dt
+    published as JointState.velocity): the reported panel fails with the decimation factor, the FD
+    panel still passes (positions are right)."""
+    physics, stamps, q, qd = truth
+    clean = write_report(tmp_path / "clean", *run(truth, stamps, q.copy(), qd.copy()))
+    fig = clean.figure("velocity")
+    titles = fig.marks["titles"]
+    assert fig.level == "ok" and set(titles) == {"velocity_fd", "velocity_reported"}, titles
+    assert re.search(r"velocity_fd PASS: largest relative error \S+ over 12 moving joints",
+                     titles["velocity_fd"]), titles
+    assert "velocity_reported PASS" in titles["velocity_reported"], titles
+    assert not any("gain" in t or "FAIL" in t for t in titles.values()), titles
+    assert fig.marks["pairs"] == len(stamps) - 1
+    backward = np.full_like(q, np.nan)
+    backward[1:] = (q[1:] - q[:-1]) / (physics.physics_dt_ns * 1e-9)  # the dt-unit fault: physics dt for control dt
+    verdict, data = run(truth, stamps, q.copy(), backward)
+    fault = write_report(tmp_path / "fault", verdict, data)
+    fig = fault.figure("velocity")
+    titles = fig.marks["titles"]
+    assert verdict.status == "fail" and fig.failed
+    assert titles["velocity_reported"].count("FAIL") == 1 and "5.00x = decimation (5)" in titles["velocity_reported"]
+    assert "velocity_fd PASS" in titles["velocity_fd"], titles
+    assert abs(fig.marks["factors"]["velocity_reported"] - physics.decimation) < 0.1
+    assert '<figure class="figure fail" id="fig-velocity">' in fault.html.read_text()
+
+
+def test_a_report_without_kept_pixels_says_why_it_has_no_contact_sheet(truth, tmp_path):
+    _, stamps, q, qd = truth
+    report = write_report(tmp_path, *run(truth, stamps, q.copy(), qd.copy(), {"overhead": []}))
+    assert "cameras" not in [f.name for f in report.figures]
+    text = report.html.read_text()
+    assert '<p class="note" id="no-contact-sheet">No camera contact sheet: frames of overhead arrived' in text
+    assert "--keep-pixels-mb 0" in text
 
 
 def test_drops_duplicates_and_reorders_are_marked_on_the_tick_grid(truth, tmp_path):
@@ -184,7 +222,7 @@ def test_the_demo_writes_the_report_from_its_bag_and_verdict(truth, tmp_path):
 
 
 def test_frames_from_the_recorders_ring(tmp_path):
-    from robogym_ros.recorder.report import frames_from_ring
+    from robogym_ros.recorder.report_inputs import frames_from_ring
     from robogym_ros.recorder.ring import ImageRing
     ring = ImageRing(100, pixel_budget_bytes=10 * 32 * 24 * 3)
     for k in range(20):  # only the newest 10 keep their pixels
@@ -202,7 +240,7 @@ def test_the_recorder_writes_the_report_it_is_asked_for(tmp_path):
 
     from test_bagio import write_sim_bag
     write_sim_bag(tmp_path / "bag")
-    cli = [sys.executable, "-m", "robogym_ros.nodes.recorder_node"]
+    cli = [sys.executable, "-m", "robogym_ros.nodes.recorder_cli"]
     run = subprocess.run([*cli, "--bag", str(tmp_path / "bag"), "--report", str(tmp_path / "report")],
                          capture_output=True, text=True, timeout=120)
     assert run.returncode == 0, run.stdout + run.stderr

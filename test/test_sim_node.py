@@ -9,6 +9,8 @@ import time
 import numpy as np
 import pytest
 from rclpy.executors import SingleThreadedExecutor
+from rclpy.serialization import deserialize_message
+from sensor_msgs.msg import JointState
 from simharness import MODELS, Observer
 
 from robogym_ros.nodes import messages
@@ -103,7 +105,9 @@ def test_every_published_and_received_joint_state_is_fresh_and_true(ros):
     node = SimNode(cli_args=["--ros-args", "-r", "__ns:=/oldest", "-p", "start_paused:=true"])
     published = []
     real_publish = node.ticks.pub_joints.publish
-    node.ticks.pub_joints.publish = lambda msg: (published.append(msg), real_publish(msg))[1]
+    # The node publishes serialized CDR: what it published is what rclpy decodes from those bytes.
+    node.ticks.pub_joints.publish = lambda data: (published.append(deserialize_message(data, JointState)),
+                                                  real_publish(data))[1]
     executor = SingleThreadedExecutor()
     executor.add_node(node)
     spin = threading.Thread(target=executor.spin, daemon=True)

@@ -13,19 +13,25 @@ import pytest
 
 PACKAGE = Path(__file__).parents[1] / "robogym_ros"
 ROS = {"rclpy", "rcl_interfaces", "builtin_interfaces", "sensor_msgs", "geometry_msgs", "std_msgs",
-       "std_srvs", "rosgraph_msgs", "diagnostic_msgs", "trajectory_msgs", "tf2_msgs", "visualization_msgs"}
+       "std_srvs", "rosgraph_msgs", "diagnostic_msgs", "trajectory_msgs", "tf2_msgs", "visualization_msgs",
+       "simulation_interfaces", "control_msgs"}
 # tier: (tiers it may import, third-party packages it may import)
 RULES: dict[str, tuple[set[str], set[str]]] = {
     "contract": (set(), set()),
     "sim": ({"contract"}, {"mujoco", "numpy"}),
     "checks": ({"contract"}, {"numpy"}),
     "camera": ({"contract", "sim"}, {"mujoco", "numpy", "cv2", "OpenGL"}),
+    # the scripted expert: IK on the scene's MJCF; no ROS, no Gymnasium (the env is duck-typed)
+    "expert": ({"contract", "sim"}, {"mujoco", "numpy"}),
     "recorder": ({"contract", "checks"}, {"numpy", "rosbags", "mcap", "mcap_ros2", "matplotlib"}),
-    "nodes": ({"contract", "sim", "checks", "camera", "recorder"}, ROS | {"numpy", "mujoco", "yaml"}),
-    "envs": ({"contract", "sim", "checks", "camera", "recorder", "nodes"},
-             ROS | {"numpy", "mujoco", "gymnasium", "gymnasium_robotics"}),
-    "tools": ({"contract", "sim", "checks", "camera", "recorder", "nodes", "envs"},
+    "nodes": ({"contract", "sim", "checks", "camera", "recorder", "expert"}, ROS | {"numpy", "mujoco", "yaml"}),
+    "envs": ({"contract", "sim", "checks", "camera", "recorder", "nodes", "expert"},
+             ROS | {"numpy", "mujoco", "gymnasium", "gymnasium_robotics", "ray"}),  # ray: envs/ray_fleet.py only
+    "tools": ({"contract", "sim", "checks", "camera", "recorder", "nodes", "envs", "expert"},
               ROS | {"numpy", "mujoco", "gymnasium", "matplotlib"}),
+    # LeRobot datasets from bags and local rollouts; never imported by the sim or the recorder
+    "export": ({"contract", "sim", "checks", "recorder", "envs", "expert"},
+               {"numpy", "gymnasium", "lerobot", "torch", "av"}),
 }
 ROOT_MODULES = {"__init__", "contract", "params"}  # robogym_ros/*.py: the contract tier
 

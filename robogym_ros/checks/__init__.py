@@ -41,14 +41,14 @@ from .results import (
                       fmt_s,
 )
 from .slots import check_aliasing, check_slot_error, check_stale_payload
-from .velocity import check_fd_velocity, check_reported_velocity, compare_velocity
+from .velocity import FdPairs, check_fd_velocity, check_reported_velocity, compare_velocity, fd_velocity_pairs
 
 __all__ = [
     "BYTES_PER_PIXEL", "DIGEST_SIZE", "DUPLICATE", "LIST_LIMIT", "NEW", "REORDERED", "RESTART",
     "CheckResult", "Finding", "ImageMeta", "by_name", "clip", "digest", "fmt_s",
     "check_tick_grid", "classify_stamps", "match_by_stamp",
     "check_aliasing", "check_slot_error", "check_stale_payload",
-    "check_fd_velocity", "check_reported_velocity", "compare_velocity",
+    "check_fd_velocity", "check_reported_velocity", "compare_velocity", "fd_velocity_pairs", "FdPairs",
     "audit_buffers", "check_images", "audit_observations", "audit_stream",
     "FrameSchedule", "account_frames", "frame_due_stamps",
     "RunStateReport", "StreamActivity", "check_stream_end", "silence_threshold_s",

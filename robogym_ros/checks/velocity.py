@@ -17,6 +17,7 @@ difference published as JointState.velocity is named as one, with its factor.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, Sequence
 
 import numpy as np
@@ -180,6 +181,29 @@ def _step_pairs(stamps: np.ndarray, idx: np.ndarray, dt: int) -> tuple[np.ndarra
     return np.flatnonzero(both & (diffs == step)), step
 
 
+@dataclass(frozen=True)
+class FdPairs:
+    """What check_fd_velocity compares, pair by pair (the report draws the same arrays)."""
+    stamp_ns: np.ndarray  # (n,) the stamp of each pair's later slot
+    fd: np.ndarray  # (n, n_joints) FD of the stored positions / control dt
+    reference: np.ndarray  # (n, n_joints) the truth's own FD over the same tick pair
+    step_ns: int  # the stamp step the pairs span (the control dt unless the stamps contradict it)
+
+
+def fd_velocity_pairs(stamps_ns: Any, positions: Any, true_stamps_ns: Any, true_positions: Any,
+                      control_dt_ns: int) -> FdPairs:
+    """Consecutive slots one control dt apart with truth at both ends: their FD and the truth's.
+
+    Non-finite pairs are kept (check_fd_velocity counts them). See check_fd_velocity for the step.
+    """
+    dt = _dt_ns(control_dt_ns)
+    stamps, stored, truth, idx = _matched(stamps_ns, positions, true_stamps_ns, true_positions, dt)
+    pairs, step = _step_pairs(stamps, idx, dt)
+    fd = (stored[pairs + 1] - stored[pairs]) / (dt * 1e-9)
+    ref = (truth[idx[pairs + 1]] - truth[idx[pairs]]) / (step * 1e-9)
+    return FdPairs(stamps[pairs + 1], fd, ref, step)
+
+
 def check_fd_velocity(stamps_ns: Any, positions: Any, true_stamps_ns: Any, true_positions: Any,
                       control_dt_ns: int, *, decimation: int | None = None, rtol: float = GAIN_RTOL,
                       still_rad_s: float = 1e-3, joint_names: Sequence[str] | None = None,
@@ -195,13 +219,12 @@ def check_fd_velocity(stamps_ns: Any, positions: Any, true_stamps_ns: Any, true_
     factor, e.g. "off by 5.00x = decimation (5)".
     """
     dt = _dt_ns(control_dt_ns)
-    stamps, stored, truth, idx = _matched(stamps_ns, positions, true_stamps_ns, true_positions, dt)
-    pairs, step = _step_pairs(stamps, idx, dt)
+    fd_pairs = fd_velocity_pairs(stamps_ns, positions, true_stamps_ns, true_positions, dt)
+    fd, ref, step = fd_pairs.fd, fd_pairs.reference, fd_pairs.step_ns
+    pairs = np.arange(len(fd))
     if len(pairs) == 0:
         return CheckResult(name, "needs 2 consecutive slots with ground truth", {"n_pairs": 0,
                                                                                 "control_dt_ns": dt}, no_data=True)
-    fd = (stored[pairs + 1] - stored[pairs]) / (dt * 1e-9)
-    ref = (truth[idx[pairs + 1]] - truth[idx[pairs]]) / (step * 1e-9)
     finite = np.all(np.isfinite(fd), axis=1) & np.all(np.isfinite(ref), axis=1)
     nan_finding = None
     if not finite.all():

@@ -6,6 +6,7 @@ Importing this package registers ``robogym_ros/Handover-v0`` (TimeLimit of
     import gymnasium as gym
     import robogym_ros.envs  # noqa: F401  (registers the env)
     env = gym.make("robogym_ros/Handover-v0")
+    envs = gym.make_vec("robogym_ros/Handover-v0", num_envs=8, vectorization_mode="vector_entry_point")
 """
 from __future__ import annotations
 
@@ -17,7 +18,10 @@ from robogym_ros.envs.her import STRATEGIES, HerReplay, relabel
 ENV_ID = "robogym_ros/Handover-v0"
 
 if ENV_ID not in gymnasium.registry:
+    # vector_entry_point: gym.make_vec(ENV_ID, num_envs=K, vectorization_mode="vector_entry_point")
+    # gives the native batched env (robogym_ros.envs.batched), K scenes in this process.
     gymnasium.register(id=ENV_ID, entry_point="robogym_ros.envs.handover:HandoverEnv",
+                       vector_entry_point="robogym_ros.envs.batched:BatchedHandoverEnv",
                        max_episode_steps=DEFAULT_MAX_EPISODE_STEPS)
 
 __all__ = ["ENV_ID", "MODES", "DEFAULT_MAX_EPISODE_STEPS", "HandoverEnv", "STRATEGIES", "HerReplay", "relabel"]

@@ -17,6 +17,18 @@ from gymnasium import spaces
 EDGE_TOLERANCE = 1e-6
 
 
+def action_array(value, shape: tuple[int, ...], what: str, count) -> np.ndarray:
+    """``value`` as a float64 array of ``shape``, or a ValueError naming ``what`` and the ``count``
+    of numbers it must be."""
+    try:
+        a = np.asarray(value, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise ValueError(f"{what} must be {count} numbers, got {value!r:.80}") from None
+    if a.shape != shape:
+        raise ValueError(f"{what} must have shape {shape}, got {a.shape}")
+    return a
+
+
 class ActionMap:
     """Maps an action of the env's action space to joint targets (rad) within the ranges."""
 
@@ -40,21 +52,22 @@ class ActionMap:
         self._low_ok = low - EDGE_TOLERANCE
         self._high_ok = high + EDGE_TOLERANCE
 
-    def _within(self, a: np.ndarray) -> bool:
-        # NaN fails both comparisons, so it never passes here.
-        return bool(((a >= self._low_ok) & (a <= self._high_ok)).all())
+    def in_range(self, a: np.ndarray) -> np.ndarray:
+        """Elementwise: within the space, edge tolerance included (a batch of actions works too).
+        NaN fails both comparisons, so it is never in range."""
+        return (a >= self._low_ok) & (a <= self._high_ok)
+
+    def clipped_targets(self, a: np.ndarray) -> np.ndarray:
+        """Joint targets (rad) of actions already found in range, clipped to the joint ranges
+        (a batch of actions works too: one row each)."""
+        t = self._mid + a * self._half_span if self.normalized else a
+        return np.minimum(np.maximum(t, self.lower), self.upper)
 
     def targets(self, action) -> np.ndarray:
         """Joint targets (rad, float64, a new array) for ``action``, or ValueError."""
-        try:
-            a = np.asarray(action, dtype=np.float64)
-        except (TypeError, ValueError):
-            raise ValueError(f"action must be {len(self.joint_names)} numbers, got {action!r:.80}") from None
-        if a.shape != self.space.shape:
-            raise ValueError(f"action must have shape {self.space.shape}, got {a.shape}")
-        if self._within(a):  # the common case, checked in one pass
-            t = self._mid + a * self._half_span if self.normalized else a
-            return np.minimum(np.maximum(t, self.lower), self.upper)
+        a = action_array(action, self.space.shape, "action", len(self.joint_names))
+        if self.in_range(a).all():  # the common case, checked in one pass
+            return self.clipped_targets(a)
         bad = np.flatnonzero(~np.isfinite(a))
         if bad.size:
             raise ValueError(f"action for {self.joint_names[bad[0]]!r} is not finite ({a[bad[0]]})")

@@ -3,83 +3,85 @@
 Imported only when an env is made with ``mode="ros_lockstep"`` or ``"ros_realtime"``; local
 mode never imports rclpy.
 
-lockstep: reset and every step go through the node's services, so the sim advances exactly
-``n_ticks`` control ticks per step and the observation is the record of the last of them.
-The targets travel on ``joint_commands`` (a DDS topic) and ``step`` is a service: two DDS
-streams, whose relative order DDS does not promise. Here the order holds, for reasons
-checked one by one: rmw_fastrtps writes synchronously and turns data sharing off, so the
-command and then the step request leave this process in program order, to the same locator
-of the node's participant, where one receive thread per locator hands them to their
-readers in arrival order; the node's executor serves ready subscriptions before ready
-services, so the command callback runs first; it forwards the targets to the physics
-process over the same ordered socket the step request then takes. test/test_env_ros.py
-steps with new random targets every tick and compares with local mode bit for bit: a
-target applied one tick late changes the trajectory at once. (Waiting for the command's
-DDS acknowledgement instead would cost Fast DDS's heartbeat period, 3 s, per step.)
+lockstep: each step is one message on ``robogym_sim/step_request`` (contract.STEP_REQUEST_TOPIC,
+serialized once per step by envs/step_request.py): the targets and the number of ticks
+together, from the tick this env saw last. The sim refuses it, changing nothing, unless it is
+paused at that very tick; otherwise it steps exactly ``n_ticks`` ticks with the targets from
+the first, and answers on ``robogym_sim/step_result`` with the last tick's record once that
+tick is published. The targets cannot be overtaken by the step (one message), a sim another
+client moved is an error (never a silent other trajectory), and one answer per step replaces
+taking two messages per tick.
 
-real time: the sim runs on its own clock; a step publishes the targets and returns the
-newest tick once at least ``n_ticks`` ticks have passed since the previous observation.
+real time: the sim runs on its own clock; a step publishes the targets on ``joint_commands``
+and returns the newest tick once at least ``n_ticks`` ticks have passed since the previous one.
 
-A frame is the node's ``joint_states`` and ``ground_truth/object_poses`` of one stamp, turned
-back into a :class:`~robogym_ros.sim.tick.Tick` (the node publishes float64 values exactly,
-so a frame equals the physics record bit for bit).
+Resets go through the ``reset`` service. A seeded reset first sets the sim's live ``seed``
+parameter (the next reset starts that seed's sequence), then checks the reset's answer: the
+scene must be scene 1 of that seed, the one local mode's ``reset(seed=s)`` gives, or the reset
+raises. A reset's answer is found by the tick the service names, so nothing of the sim's past
+(the latched run states a new reader gets) can be mistaken for it.
+
+Answers and ticks are taken by the calling thread (envs/ros_ticks.py); an executor thread
+serves only the spec and the service clients.
 """
 from __future__ import annotations
 
+import atexit
 import itertools
 import os
 import re
 import threading
 import time
-from collections import OrderedDict, deque
 
-import numpy as np
 import rclpy
-from geometry_msgs.msg import PoseArray
-from rcl_interfaces.srv import GetParameters
+from rcl_interfaces.msg import Parameter, ParameterType, ParameterValue
+from rcl_interfaces.srv import SetParameters
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.signals import SignalHandlerOptions
 from sensor_msgs.msg import JointState
 from std_msgs.msg import String
 from std_srvs.srv import Trigger
+from trajectory_msgs.msg import JointTrajectory
 
 from robogym_ros import contract
-from robogym_ros.contract import RunState, Spec
+from robogym_ros.contract import Spec
 from robogym_ros.envs.namespaces import normalize_namespace
+from robogym_ros.envs.ros_ticks import SimUnavailable, TickReader
+from robogym_ros.envs.step_request import StepRequestEncoder
 from robogym_ros.nodes import qos
 from robogym_ros.sim.tick import Tick
 
-FRAMES_KEPT = 512  # stamps kept while waiting for their partner message; older ones are dropped
-STATES_KEPT = 1024  # run states kept (lockstep adds one per tick stepped)
-_STEPPED_TO = re.compile(r"stepped to tick (\d+)")
+__all__ = ["RosBackend", "SimUnavailable", "SeedNotHonoured"]
+
+_RESET_TICK = re.compile(r"^reset, paused; tick (\d+);")
 _names = itertools.count()
 
 
-class SimUnavailable(RuntimeError):
-    """No sim answered in the namespace given, or it stopped answering."""
+class SeedNotHonoured(RuntimeError):
+    """A seeded reset over ROS did not give that seed's first scene: the scene is not local mode's."""
 
 
 class RosBackend:
-    """One env's link to one sim node: its own rclpy context, node and executor thread."""
+    """One env's link to one sim node: its own rclpy context, nodes and executor thread."""
 
     def __init__(self, namespace: str, *, realtime: bool, timeout_s: float = 15.0):
         self.realtime = bool(realtime)
         self.namespace = normalize_namespace(namespace)
         self.timeout_s = float(timeout_s)
+        self._where = f"the sim in {self.namespace or '/'}"
         self._cv = threading.Condition()
-        self._joints: OrderedDict[int, JointState] = OrderedDict()
-        self._poses: OrderedDict[int, PoseArray] = OrderedDict()
-        # (sequence number, state): the latest run states, numbered so a reset can find the
-        # first one after its request however many were dropped from the front since.
-        self._states: deque[tuple[int, RunState]] = deque(maxlen=STATES_KEPT)
-        self._state_seq = 0
         self._spec: Spec | None = None
         self._callback_error = ""  # the last exception a callback raised, for timeout messages
         self._resets = 0
         self._last_index: int | None = None
+        self._encoder: StepRequestEncoder | None = None  # for the joint names targets come with
+        self._closed = False
         self._context = rclpy.Context()
         # Never take the user's Ctrl-C: the training script decides what a signal means.
         rclpy.init(args=[], context=self._context, signal_handler_options=SignalHandlerOptions.NO)
+        # A script that never calls close(): tear down before the interpreter does, or the
+        # DDS threads abort the process at exit ("terminate called without an active exception").
+        atexit.register(self.close)
         try:
             self._start()
         except BaseException:
@@ -90,16 +92,17 @@ class RosBackend:
     def _start(self) -> None:
         ns = self.namespace
         node_name = f"robogym_env_{os.getpid()}_{next(_names)}"
-        self._node = n = rclpy.create_node(node_name, namespace=ns or "/", context=self._context,
-                                           start_parameter_services=False, enable_rosout=False)
-        n.create_subscription(JointState, f"{ns}/{contract.JOINT_STATES}", self._on_joints, qos.STREAM_QOS)
-        n.create_subscription(PoseArray, f"{ns}/{contract.TRUTH_OBJECTS}", self._on_poses, qos.STREAM_QOS)
+        kwargs = dict(context=self._context, start_parameter_services=False, enable_rosout=False)
+        self._node = n = rclpy.create_node(node_name, namespace=ns or "/", **kwargs)
         n.create_subscription(String, f"{ns}/{contract.SPEC_TOPIC}", self._on_spec, qos.SPEC_QOS)
-        n.create_subscription(String, f"{ns}/{contract.STATE_TOPIC}", self._on_state, qos.STATE_QOS)
-        self._commands = n.create_publisher(JointState, f"{ns}/{contract.JOINT_COMMANDS}", qos.COMMAND_QOS)
+        if self.realtime:
+            self._commands = n.create_publisher(JointState, f"{ns}/{contract.JOINT_COMMANDS}", qos.COMMAND_QOS)
+        else:
+            self._commands = n.create_publisher(JointTrajectory, f"{ns}/{contract.STEP_REQUEST_TOPIC}",
+                                                qos.COMMAND_QOS)
         self._services = {s: n.create_client(Trigger, f"{ns}/{contract.SIM_NODE}/{s}")
-                          for s in ("reset", "step", "resume", "pause")}
-        self._params = n.create_client(GetParameters, f"{ns}/{contract.SIM_NODE}/get_parameters")
+                          for s in ("reset", "resume", "pause")}
+        self._params = n.create_client(SetParameters, f"{ns}/{contract.SIM_NODE}/set_parameters")
         self._executor = SingleThreadedExecutor(context=self._context)
         self._executor.add_node(n)
         self._thread = threading.Thread(target=self._spin, name=f"{node_name}_spin", daemon=True)
@@ -109,18 +112,24 @@ class RosBackend:
         self._wait(lambda: self._spec is not None, f"{where} (no latched spec within {{t}} s; "
                    f"start one: python -m robogym_ros.nodes.sim_node --ros-args -r __ns:={ns or '/'} "
                    "-p start_paused:=true)")
-        self._wait(lambda: self._commands.get_subscription_count() > 0,
-                   f"{where}: nothing subscribes to {ns}/{contract.JOINT_COMMANDS} within {{t}} s")
-        for name, client in [*self._services.items(), ("get_parameters", self._params)]:
-            if not client.wait_for_service(timeout_sec=self.timeout_s):
-                raise SimUnavailable(f"{where}: service {name} did not appear within {self.timeout_s:g} s")
         spec = self._spec
         self.joint_names = spec.joint_names
         self.joint_ranges = [(j.lower, j.upper) for j in spec.joints]
         self.object_names = list(spec.objects)
         self.control_dt_ns = spec.control_dt_ns
         self.model_path = spec.model
-        self.node_seed = self._node_seed()
+        # Never spun: the caller takes ticks and run states itself (envs/ros_ticks.py).
+        self._tick_node = rclpy.create_node(f"{node_name}_ticks", namespace=ns or "/", **kwargs)
+        self._reader = TickReader(self._tick_node, ns, self.joint_names, self.control_dt_ns,
+                                  ticks=self.realtime)
+        self._wait(lambda: self._commands.get_subscription_count() > 0,
+                   f"{where}: nothing subscribes to {self._commands.topic_name} within {{t}} s"
+                   + ("" if self.realtime else " (a robogym_sim older than lockstep step requests?)"))
+        self._wait(self._reader.matched, f"{where}: its step results{' and ticks' if self.realtime else ''} "
+                   "did not match within {t} s")
+        for name, client in [*self._services.items(), ("set_parameters", self._params)]:
+            if not client.wait_for_service(timeout_sec=self.timeout_s):
+                raise SimUnavailable(f"{where}: service {name} did not appear within {self.timeout_s:g} s")
 
     def _spin(self) -> None:
         while self._context.ok():
@@ -130,25 +139,6 @@ class RosBackend:
                 if not self._context.ok():
                     return  # shut down under the spin: nothing left to serve
                 self._callback_error = f"{type(exc).__name__}: {exc}"
-
-    def _node_seed(self) -> int:
-        request = GetParameters.Request(names=["seed"])
-        response, = self._call(self._params, request, "get_parameters")
-        return int(response.values[0].integer_value)
-
-    # --- callbacks (executor thread) -------------------------------------------------------
-    def _on_joints(self, msg: JointState) -> None:
-        self._keep(self._joints, msg)
-
-    def _on_poses(self, msg: PoseArray) -> None:
-        self._keep(self._poses, msg)
-
-    def _keep(self, store: OrderedDict, msg) -> None:
-        with self._cv:
-            store[contract.header_stamp_ns(msg)] = msg
-            while len(store) > FRAMES_KEPT:
-                store.popitem(last=False)
-            self._cv.notify_all()
 
     def _on_spec(self, msg: String) -> None:
         try:
@@ -160,171 +150,134 @@ class RosBackend:
             self._spec = spec
             self._cv.notify_all()
 
-    def _on_state(self, msg: String) -> None:
-        try:
-            state = RunState.from_json(msg.data)
-        except ValueError as exc:
-            self._callback_error = str(exc)
-            return
-        with self._cv:
-            self._state_seq += 1
-            self._states.append((self._state_seq, state))
-            self._cv.notify_all()
-
     # --- waiting and calling ---------------------------------------------------------------
-    def _wait(self, predicate, what: str, timeout_s: float | None = None):
-        """Until ``predicate()`` (evaluated under the lock); SimUnavailable after the timeout.
-
-        Woken by every message, and every 20 ms for what no message announces (a match).
-        """
-        timeout_s = self.timeout_s if timeout_s is None else timeout_s
-        deadline = time.monotonic() + timeout_s
+    def _wait(self, predicate, what: str) -> None:
+        """Until ``predicate()``; SimUnavailable after the timeout. Polled every 20 ms (a match
+        is announced by no message)."""
+        deadline = time.monotonic() + self.timeout_s
         with self._cv:
             while not predicate():
                 remaining = deadline - time.monotonic()
                 if remaining <= 0:
                     error = f" (last error in a callback: {self._callback_error})" if self._callback_error else ""
-                    raise SimUnavailable(what.format(t=f"{timeout_s:g}") + error)
+                    raise SimUnavailable(what.format(t=f"{self.timeout_s:g}") + error)
                 self._cv.wait(min(remaining, 0.02))
 
-    def _call(self, client, request, name: str, count: int = 1) -> list:
-        """``count`` requests sent at once (one client: the node serves them in order); their answers."""
-        futures = [client.call_async(request) for _ in range(count)]
-        done = threading.Semaphore(0)
-        for future in futures:
-            future.add_done_callback(lambda _f: done.release())
-        deadline = time.monotonic() + self.timeout_s * count
-        for _ in futures:
-            if not done.acquire(timeout=max(0.0, deadline - time.monotonic())):
-                for future in futures:
-                    client.remove_pending_request(future)
-                raise SimUnavailable(f"service {name} of the sim in {self.namespace or '/'} "
-                                     f"did not answer within {self.timeout_s * count:g} s")
-        return [future.result() for future in futures]
+    def _call(self, client, request, name: str):
+        """One request; its answer, or SimUnavailable after the timeout."""
+        future = client.call_async(request)
+        done = threading.Event()
+        future.add_done_callback(lambda _f: done.set())
+        if not done.wait(self.timeout_s):
+            client.remove_pending_request(future)
+            raise SimUnavailable(f"service {name} of {self._where} did not answer within {self.timeout_s:g} s "
+                                 "(is the sim still running?)")
+        return future.result()
 
-    def _trigger(self, name: str, count: int = 1) -> list[str]:
-        messages = []
-        for response in self._call(self._services[name], Trigger.Request(), name, count):
-            if not response.success:
-                raise RuntimeError(f"the sim refused {name}: {response.message}")
-            messages.append(response.message)
-        return messages
-
-    def _frame(self, index: int) -> Tick:
-        """The frame of tick ``index``, once both of its messages are here."""
-        stamp = index * self.control_dt_ns
-        self._wait(lambda: stamp in self._joints and stamp in self._poses,
-                   f"tick {index} (stamp {stamp} ns) did not arrive from the sim within {{t}} s")
-        with self._cv:
-            return self._tick(stamp, self._joints[stamp], self._poses[stamp])
-
-    def _newest_complete(self) -> int | None:
-        """Index of the newest stamp with both messages here (caller holds the lock)."""
-        for stamp in reversed(self._joints):
-            if stamp in self._poses:
-                return stamp // self.control_dt_ns
-        return None
-
-    def _tick(self, stamp: int, joints: JointState, poses: PoseArray) -> Tick:
-        if list(joints.name) != self.joint_names:
-            raise RuntimeError(f"joint_states names {list(joints.name)} differ from the spec's {self.joint_names}")
-        object_poses = np.array([[p.position.x, p.position.y, p.position.z, p.orientation.w,
-                                  p.orientation.x, p.orientation.y, p.orientation.z]
-                                 for p in poses.poses], dtype=np.float64).reshape(-1, contract.POSE_SIZE)
-        return Tick(index=stamp // self.control_dt_ns, stamp_ns=stamp, episode=self._resets,
-                    position=np.array(joints.position, dtype=np.float64),
-                    velocity=np.array(joints.velocity, dtype=np.float64),
-                    effort=np.array(joints.effort, dtype=np.float64),
-                    object_poses=object_poses, state=np.empty(0), blew_up=self._blew_up_since(stamp))
-
-    def _blew_up_since(self, stamp: int) -> bool:
-        """A blow-up the node reported after the previous frame, up to ``stamp``."""
-        previous = -1 if self._last_index is None else self._last_index * self.control_dt_ns
-        for _, s in reversed(self._states):  # newest first; states come in stamp order
-            if s.stamp_ns <= previous:
-                return False
-            if s.reason == "blow_up" and s.stamp_ns <= stamp:
-                return True
-        return False
+    def _trigger(self, name: str) -> str:
+        response = self._call(self._services[name], Trigger.Request(), name)
+        if not response.success:
+            raise RuntimeError(f"the sim refused {name}: {response.message}")
+        return response.message
 
     # --- the backend interface ------------------------------------------------------------
     def reset(self, seed: int | None) -> Tick:
         if seed is not None:
-            self._check_seed(int(seed))
-        with self._cv:
-            seq = self._state_seq
-        self._trigger("reset")
-        # The node publishes the reset's run state (with the reset tick's stamp) before it answers.
-        self._wait(lambda: any(n > seq and s.reason == "reset" for n, s in self._states),
-                   "the sim did not report its reset within {t} s")
-        with self._cv:
-            state = next(s for n, s in self._states if n > seq and s.reason == "reset")
+            self._set_seed(int(seed))
+        message = self._trigger("reset")
+        m = _RESET_TICK.match(message)
+        if m is None:
+            raise RuntimeError(f"{self._where} answered reset with {message!r}, which names no tick "
+                               "(a robogym_sim older than this env?)")
+        stamp = int(m.group(1)) * self.control_dt_ns
+        r = self._reader
+        result = r.wait(lambda: r.result(("reset",), stamp_ns=stamp), self.timeout_s,
+                        lambda: f"the answer to the reset at tick {m.group(1)} did not arrive from {self._where} "
+                                f"within {self.timeout_s:g} s (is the sim still running?)")
+        if seed is not None and (result.seed, result.scene) != (seed, 1):
+            raise SeedNotHonoured(
+                f"reset(seed={seed}): {self._where} drew scene {result.scene} of seed {result.seed}, not "
+                f"scene 1 of seed {seed} (the scene local reset(seed={seed}) gives); did another client "
+                "reset it meanwhile? Nothing was returned")
         self._resets += 1
-        self._last_index = None
-        tick = self._frame(state.stamp_ns // self.control_dt_ns)
+        tick = r.result_tick(result, episode=self._resets)
         self._last_index = tick.index
         if self.realtime:
+            r.forget_before(stamp)
             self._trigger("resume")
         return tick
 
-    def _check_seed(self, seed: int) -> None:
-        # A running node's generator cannot be re-seeded: its seed is read-only and drawn from
-        # once per reset. A seeded reset is honoured where it means what it means locally.
-        if seed != self.node_seed:
-            raise ValueError(
-                f"reset(seed={seed}): the sim in {self.namespace or '/'} was started with seed "
-                f"{self.node_seed} and cannot be re-seeded while it runs; start it with -p seed:={seed}, "
-                "or reset without a seed")
-        if self._resets:
-            raise ValueError(
-                f"reset(seed={seed}): this env has already reset the sim in {self.namespace or '/'} "
-                f"{self._resets} time(s); its generator cannot be rewound. Reset without a seed "
-                "(the next scene of the same sequence), or start a fresh sim to replay the sequence")
+    def _set_seed(self, seed: int) -> None:
+        value = ParameterValue(type=ParameterType.PARAMETER_INTEGER, integer_value=seed)
+        request = SetParameters.Request(parameters=[Parameter(name="seed", value=value)])
+        result = self._call(self._params, request, "set_parameters").results[0]
+        if not result.successful:
+            raise ValueError(f"reset(seed={seed}): {self._where} did not take the seed: {result.reason}")
 
     def step(self, targets: dict[str, float], n_ticks: int) -> Tick:
         if self._last_index is None:
             raise RuntimeError("step() before reset()")
+        if self.realtime:
+            return self._step_realtime(targets, n_ticks)
+        last = self._last_index
+        start_ns, dt = last * self.control_dt_ns, self.control_dt_ns
+        names = tuple(targets)
+        if self._encoder is None or self._encoder.joint_names != names:
+            self._encoder = StepRequestEncoder(names)
+        self._commands.publish(self._encoder.encode(start_ns, list(targets.values()), n_ticks * dt))
+        r = self._reader
+        result = r.wait(lambda: r.result(("step", "step_refused"), from_stamp_ns=start_ns), self.timeout_s,
+                        lambda: f"the answer to the step request from tick {last} ({n_ticks} ticks) did not "
+                                f"arrive from {self._where} within {self.timeout_s:g} s (is the sim still running?)")
+        if result.reason == "step_refused":
+            raise RuntimeError(f"{self._where} refused the step from tick {last}: {result.detail}")
+        index = result.stamp_ns // dt
+        if index != last + n_ticks and not result.blew_up:
+            raise RuntimeError(f"lockstep broken: {self._where} stepped from tick {last} to {index}, "
+                               f"not {last + n_ticks}")
+        tick = r.result_tick(result, episode=self._resets)
+        self._last_index = index
+        return tick
+
+    def _step_realtime(self, targets: dict[str, float], n_ticks: int) -> Tick:
         msg = JointState()
         msg.name = list(targets)
         msg.position = [float(v) for v in targets.values()]
         self._commands.publish(msg)
-        if self.realtime:
-            return self._step_realtime(n_ticks)
-        # All n step requests at once: one client's requests reach the node in order and it
-        # serves them one by one, so pipelining saves n - 1 round trips and changes nothing else.
-        expected = self._last_index
-        for message in self._trigger("step", n_ticks):
-            expected += 1
-            m = _STEPPED_TO.search(message)
-            if m is None or int(m.group(1)) != expected:
-                raise RuntimeError(f"lockstep broken: expected the sim to step to tick {expected}, it "
-                                   f"answered {message!r} (is another client stepping or resetting it?)")
-        tick = self._frame(expected)
-        self._last_index = tick.index
-        return tick
+        last = self._last_index
+        wanted = last + n_ticks
+        r = self._reader
 
-    def _step_realtime(self, n_ticks: int) -> Tick:
-        wanted = self._last_index + n_ticks
-        self._wait(lambda: (self._newest_complete() or -1) >= wanted,
-                   f"the sim in {self.namespace or '/'} did not reach tick {wanted} within {{t}} s "
-                   "(is it paused?)")
-        with self._cv:
-            index = self._newest_complete()
-            stamp = index * self.control_dt_ns
-            tick = self._tick(stamp, self._joints[stamp], self._poses[stamp])
-        self._last_index = tick.index
+        def newest():
+            index = r.newest_frame()
+            return index if index is not None and index >= wanted else None
+
+        index = r.wait(newest, self.timeout_s,
+                       lambda: f"{self._where} did not reach tick {wanted} within {self.timeout_s:g} s (is it paused?)")
+        dt = self.control_dt_ns
+        blew_up = r.state(("blow_up",), last * dt, index * dt) is not None
+        r.forget_before(index * dt)
+        tick = r.frame(index, episode=self._resets, blew_up=blew_up)
+        self._last_index = index
         return tick
 
     def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        atexit.unregister(self.close)
         executor = getattr(self, "_executor", None)
-        node = getattr(self, "_node", None)
-        if executor is not None and node is not None:
-            executor.remove_node(node)
+        nodes = [x for x in (getattr(self, "_node", None), getattr(self, "_tick_node", None)) if x is not None]
+        if executor is not None and nodes:
+            executor.remove_node(nodes[0])
         rclpy.try_shutdown(context=self._context)
         thread = getattr(self, "_thread", None)
         if thread is not None:
             thread.join(1.0)
         if executor is not None:
             executor.shutdown(timeout_sec=0)
-        if node is not None:
+        reader = getattr(self, "_reader", None)
+        if reader is not None:
+            reader.close()
+        for node in nodes:
             node.destroy_node()

@@ -21,6 +21,8 @@ class CommandCounts:
     accepted: int = 0
     rejected: int = 0
     last_rejection: str = ""  # bounded by CommandRejected
+    stamps_off_clock: int = 0  # commands applied although stamped far from sim time (nodes/clock_check.py)
+    last_stamp_warning: str = ""
 
 
 def achieved_rtf(status: Status, previous: Status | None) -> float:
@@ -57,6 +59,8 @@ def simulation_status(status: Status, previous: Status | None, commands: Command
         "commands_accepted": commands.accepted,
         "commands_rejected": commands.rejected,
         "last_rejection": commands.last_rejection,
+        "commands_stamped_off_clock": commands.stamps_off_clock,
+        "last_stamp_warning": commands.last_stamp_warning,
         "ticks_published": published,
         "publish_errors": publish_errors,
     }
@@ -101,5 +105,12 @@ class SimDiagnostics:
         extra = self._extra()
         level, message, values = simulation_status(status, previous, extra.pop("commands"), **extra)
         node = self._node
-        self._pub.publish(diagnostic_array(node.get_clock().now().to_msg(), f"{node.get_name()}: simulation",
+        self._pub.publish(diagnostic_array(node.get_clock().now().to_msg(), status_name(node),
                                            node.get_fully_qualified_name(), level, message, values))
+
+
+def status_name(node) -> str:
+    """``lab1/robogym_sim: simulation``: the namespace in the name, as /diagnostics is global and
+    an aggregator keys its statuses by name (diagnostic_updater's ``<node>: <task>``, with the
+    namespace, whose slashes an aggregator shows as a path)."""
+    return f"{node.get_fully_qualified_name().lstrip('/')}: simulation"

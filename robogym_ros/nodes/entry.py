@@ -36,7 +36,13 @@ def motion() -> int:
     return 0 if _received else main()
 
 
+def expert() -> int:
+    note_signals()
+    from robogym_ros.nodes.expert_node import main
+    return 0 if _received else main()
+
+
 def recorder() -> int:
     note_signals()
-    from robogym_ros.nodes.recorder_node import main
+    from robogym_ros.nodes.recorder_cli import main
     return 2 if _received else main()  # no verdict: the recorder's "usage error or no data"

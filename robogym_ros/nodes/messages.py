@@ -1,11 +1,11 @@
 """Messages built from a tick. Every call allocates a new message with new sequences.
 
 Two forms. Message objects (``joint_state``, ``object_poses``, ``clock``) for code that wants
-them. And :class:`TickMessages`, the sim node's per-tick path: ``joint_states`` as a message
-object, ground truth, object poses and /clock as serialized CDR (``bytes``), which
-``Publisher.publish`` sends without building a Python message and without rclpy's
-conversion. Every call returns a new object; nothing in one aliases MjData, the tick, or an
-earlier message (numbers are copied out with ``tobytes``; DDS copies what is published).
+them. And :class:`TickMessages`, the sim node's per-tick path: joint_states, ground truth,
+the servo targets, object poses and /clock as serialized CDR (``bytes``), which ``Publisher.publish`` sends
+without building a Python message and without rclpy's conversion. Every call returns a new
+object; nothing in one aliases MjData, the tick, or an earlier message (numbers are copied
+out with ``tobytes``; DDS copies what is published).
 """
 from __future__ import annotations
 
@@ -69,22 +69,35 @@ def clock(tick: Tick) -> Clock:
 class TickMessages:
     """The messages of one sim's ticks: names and frame ids encoded once, numbers per tick.
 
-    ``joint_states`` stays a JointState object (what in-process users of the node, tests
-    among them, look at); the three streams only a subscriber reads go out as CDR bytes,
-    which costs the node less than half as much per message (bench/bench_sim.py).
+    All go out as CDR bytes, which costs the node less than half as much per message
+    (bench/bench_sim.py); joint_states as a message object cost a third of the node's time
+    per lockstep step (bench/bench_env.py).
     """
 
-    def __init__(self, joint_names: list[str]):
+    def __init__(self, joint_names: list[str], target_columns: np.ndarray | None = None):
         self.joint_names = list(joint_names)
         self._truth = JointStateEncoder(self.joint_names)
         self._poses = PoseArrayEncoder(WORLD_FRAME)
+        # Where each joint's servo target (MjData.ctrl) sits in a tick's state vector, in joint
+        # order (robogym_ros.nodes.arm_controllers.ctrl_columns); None: no targets message.
+        self._target_columns = None if target_columns is None else np.asarray(target_columns, np.int64)
+        if self._target_columns is not None and len(self._target_columns) != len(self.joint_names):
+            raise ValueError(f"{len(self._target_columns)} target columns for {len(self.joint_names)} joints")
 
-    def joint_states(self, tick: Tick) -> JointState:
-        return joint_state(tick, self.joint_names)
+    def joint_states(self, tick: Tick) -> bytes:
+        """sensor_msgs/JointState, serialized (each call new bytes)."""
+        return self._truth.encode(tick.stamp_ns, tick.position, tick.velocity, tick.effort)
 
     def truth(self, tick: Tick) -> bytes:
         """sensor_msgs/JointState, serialized."""
         return self._truth.encode(tick.stamp_ns, tick.position, tick.velocity, tick.effort)
+
+    def targets(self, tick: Tick) -> bytes:
+        """sensor_msgs/JointState of the servo targets in force during the tick (position only;
+        contract.TRUTH_TARGETS says which targets exactly), serialized."""
+        if self._target_columns is None:
+            raise ValueError("TickMessages was built without target_columns: it has no targets message")
+        return self._truth.encode(tick.stamp_ns, tick.state[self._target_columns], (), ())
 
     def object_poses(self, tick: Tick) -> bytes:
         """geometry_msgs/PoseArray (frame ``world``, poses in the tick's object order), serialized."""

@@ -4,9 +4,16 @@ for doubles, live changes handed to the node, the others refused while the sim r
 A parameter that needs a restart is refused by our own callback rather than by a read_only
 descriptor: rclpy checks read_only before the range, and `ros2 param set ... decimation 0`
 must say what the range is, not only that the value cannot change.
+
+A batch is all or nothing. SetParametersAtomically hands the whole batch to one validate call:
+every parameter of it is checked first, with no side effect, and the node applies the changes
+only after rclpy has accepted and stored all of them (the post-set callback). SetParameters
+(``ros2 param set``, ``ros2 param load``) is per parameter by ROS's definition: rclpy runs each
+one as a batch of its own, and each answer says whether that one took effect.
 """
 from __future__ import annotations
 
+import difflib
 from typing import Any, Callable, Iterable
 
 from rcl_interfaces.msg import FloatingPointRange, IntegerRange, ParameterDescriptor, SetParametersResult
@@ -34,13 +41,62 @@ def _as_float(p: Param, parameter: Parameter) -> Parameter:
     return parameter
 
 
-def declare(node: Node, params: Iterable[Param],
-            on_change: Callable[[str, Any], None] | None = None) -> dict[str, Any]:
+def _type_checked(node: Node, table: dict[str, Param]) -> None:
+    """Our message, with the range and unit, for a value of the wrong type.
+
+    rclpy compares the type with the descriptor's before any callback sees the value, and
+    answers "Wrong parameter type, expected '3' got '4'" (enum numbers). It offers no hook for
+    that message, so its descriptor check is wrapped on this node: a wrong type gets
+    Param.coerce's message; everything else (the range included) is rclpy's own check.
+    """
+    rclpy_check = getattr(node, "_apply_descriptor", None)
+    if rclpy_check is None:  # pragma: no cover - an rclpy without it keeps its own message
+        return
+
+    def check(parameter: Parameter, *args, **kwargs) -> SetParametersResult:
+        p = table.get(parameter.name)
+        if p is not None and parameter.type_ != Parameter.Type.NOT_SET:
+            try:
+                p.as_type(parameter.value)
+            except ValueError as exc:
+                return SetParametersResult(successful=False, reason=str(exc))
+        return rclpy_check(parameter, *args, **kwargs)
+
+    node._apply_descriptor = check  # noqa: SLF001 - see the docstring
+
+
+def _warn_unknown_overrides(node: Node, names: Iterable[str]) -> None:
+    """Warn of a params file's (or -p's) parameters that nothing declared: rclpy ignores them
+    without a word, so a typo (``real_time_facter: 2.0``) would silently change nothing.
+
+    A warning, not an error: ROS params files are often shared (``/**:`` sections for several
+    nodes), and every ROS node ignores what it does not declare. Checked once the node is built
+    (its first spin), so parameters the node declares after this module's are not flagged.
+    """
+    overrides = node._parameter_overrides  # noqa: SLF001 - no public way to see them
+    known = list(names)
+
+    def check() -> None:
+        timer.cancel()  # once
+        for name in sorted(overrides):
+            if node.has_parameter(name) or name.startswith("qos_overrides."):
+                continue
+            close = difflib.get_close_matches(name, known, n=1)
+            node.get_logger().warning(
+                f"unknown parameter {name!r} (params file or -p) ignored: {node.get_name()} has no such "
+                f"parameter{f'; did you mean {close[0]!r}?' if close else ''} (`ros2 param list` lists them)")
+
+    timer = node.create_timer(0.0, check)
+
+
+def declare(node: Node, params: Iterable[Param], on_change: Callable[[str, Any], None] | None = None, *,
+            check: Callable[[str, Any], None] | None = None) -> dict[str, Any]:
     """Declare ``params`` on ``node``; returns their start-up values.
 
     A value out of range or of the wrong type raises ValueError naming the parameter and its
-    range, before anything is declared. Live parameters set later go through ``on_change``
-    (name, coerced value) after rclpy accepted them; it may raise ValueError to refuse.
+    range, before anything is declared. A change while the sim runs: ``check(name, value)``
+    (coerced value) may raise ValueError to refuse it and must change nothing; once every
+    parameter of the batch passed and rclpy stored them, ``on_change(name, value)`` applies each.
     """
     table = {p.name: p for p in params}
     # rclpy keeps the command line's -p and the params file here, and reads them when a
@@ -50,6 +106,7 @@ def declare(node: Node, params: Iterable[Param],
         if name in overrides:
             overrides[name] = _as_float(p, overrides[name])
             p.coerce(overrides[name].value)
+    _type_checked(node, table)
     values = {}
     for name, p in table.items():
         default = list(p.default) if isinstance(p.default, tuple) else p.default
@@ -60,6 +117,7 @@ def declare(node: Node, params: Iterable[Param],
         return [_as_float(table[x.name], x) if x.name in table else x for x in parameters]
 
     def validate(parameters: list[Parameter]) -> SetParametersResult:
+        # The whole batch, before anything changes: one refusal refuses it all.
         for x in parameters:
             p = table.get(x.name)
             if p is None:
@@ -69,12 +127,19 @@ def declare(node: Node, params: Iterable[Param],
                 if not p.live:
                     raise ValueError(f"{p.name} is fixed while the sim runs: restart it with "
                                      f"-p {p.name}:={x.value!r} (or the params file)")
-                if on_change is not None:
-                    on_change(x.name, value)
+                if check is not None:
+                    check(x.name, value)
             except ValueError as exc:
                 return SetParametersResult(successful=False, reason=str(exc))
         return SetParametersResult(successful=True)
 
+    def apply(parameters: list[Parameter]) -> None:
+        for x in parameters:
+            if x.name in table and on_change is not None:
+                on_change(x.name, table[x.name].coerce(x.value))
+
     node.add_pre_set_parameters_callback(coerce_types)
     node.add_on_set_parameters_callback(validate)
+    node.add_post_set_parameters_callback(apply)
+    _warn_unknown_overrides(node, table)
     return values

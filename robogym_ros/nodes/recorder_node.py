@@ -1,37 +1,27 @@
 """ROS 2 node ``robogym_recorder``: store what arrives, prove it against ground truth.
 
-    ros2 run robogym_ros robogym_recorder [--duration S | --ticks N] [--record BAG] [--json F]
-    ros2 run robogym_ros robogym_recorder --bag BAG [--json F]        # offline, no ROS graph
+Waits for the sim's latched ``robogym_sim/spec`` (joint names, control dt, topics), subscribes
+RELIABLE to joint_states, ground truth, cameras, the sim's skipped-frame reports and run state,
+copies every message into preallocated rings (joint_states and ground truth raw: their CDR bytes
+decoded straight into the rings, no message objects; a malformed one is a finding), and at the
+end (duration, ticks, Ctrl-C or SIGTERM) gives the verdict. ``--record`` writes the received
+bytes as they came (raw CDR) into an mcap bag, finalised in every case.
 
-Live: waits for the sim's latched ``robogym_sim/spec`` (joint names, control dt, topics),
-subscribes RELIABLE to joint_states, ground truth, cameras, the sim's skipped-frame reports
-and run state, copies every message into preallocated rings (joint_states and ground truth
-raw: their CDR bytes decoded straight into the rings, no message objects; a malformed one is
-a finding), and at the end (duration,
-ticks, Ctrl-C or SIGTERM) prints the verdict. ``--record`` writes the received bytes as they
-came (raw CDR) into an mcap bag, finalised in every case. Exit code: 0 pass, 1 fail, 2 usage
-error or no data.
+The command line is robogym_ros.nodes.recorder_cli (``python -m robogym_ros.nodes.recorder_node``
+runs it too); checking a bag offline is robogym_ros.recorder.offline.
 """
 from __future__ import annotations
 
-import signal
-
-from robogym_ros.nodes import entry
-
-if __name__ == "__main__":  # run as a module: a signal while importing rclpy is noted, as with
-    entry.note_signals()  # the console script; the process then ends quietly (robogym_ros.nodes.entry)
+if __name__ == "__main__":  # the command line lives in recorder_cli; run it as the main module
+    import runpy
+    runpy.run_module("robogym_ros.nodes.recorder_cli", run_name="__main__", alter_sys=True)
 
 import argparse  # noqa: E402
-import dataclasses  # noqa: E402
 import json  # noqa: E402
-import math  # noqa: E402
-import os  # noqa: E402
-import sys  # noqa: E402
+import signal  # noqa: E402
 import time  # noqa: E402
-from pathlib import Path  # noqa: E402
 
 import numpy as np  # noqa: E402
-import rclpy  # noqa: E402
 from diagnostic_msgs.msg import DiagnosticArray  # noqa: E402
 from geometry_msgs.msg import PoseArray  # noqa: E402
 from rclpy.qos import QoSProfile  # noqa: E402
@@ -39,31 +29,21 @@ from rclpy.serialization import deserialize_message, serialize_message  # noqa: 
 from sensor_msgs.msg import CameraInfo, Image, JointState  # noqa: E402
 from std_msgs.msg import Header, String  # noqa: E402
 
-from robogym_ros import checks, contract  # noqa: E402
+from robogym_ros import contract  # noqa: E402
 from robogym_ros.checks import clip  # noqa: E402
-from robogym_ros.contract import CameraSpec, JointSpec, Spec  # noqa: E402
+from robogym_ros.contract import Spec  # noqa: E402
 from robogym_ros.nodes.qos import DIAGNOSTICS_QOS, SPEC_QOS, STATE_QOS, STREAM_QOS  # noqa: E402
-from robogym_ros.nodes.spin import StoppableNode, events_executor, run_node  # noqa: E402
-from robogym_ros.recorder.bagio import BagError, BagWriter, UndecodableBag, align_truth, read_bag  # noqa: E402
-from robogym_ros.recorder.decoding import decoding_result  # noqa: E402
-from robogym_ros.recorder.recording import (  # noqa: E402
-    GROUND_TRUTH,
-    JOINT_STATES,
-    Recording,
-    offline_frame_evidence,
-    silence_s,
-    verdict_results,
-)
-from robogym_ros.recorder.ring import recording_bytes  # noqa: E402
-from robogym_ros.recorder.schedules import SpecChange  # noqa: E402
-from robogym_ros.recorder.verdict import EXIT_USAGE, Verdict  # noqa: E402
+from robogym_ros.nodes.spin import StoppableNode, events_executor  # noqa: E402
+from robogym_ros.recorder.bagio import BagError, BagWriter  # noqa: E402
+from robogym_ros.recorder.memory import memory_problem  # noqa: E402
+from robogym_ros.recorder.outputs import write_json, write_report_of  # noqa: E402
+from robogym_ros.recorder.recording import GROUND_TRUTH, JOINT_STATES, Recording  # noqa: E402
+from robogym_ros.recorder.verdict import EXIT_USAGE, TITLE, Verdict  # noqa: E402
 
-TITLE = "robogym_recorder verdict"
 # Deep enough that a 1 kHz stream survives a 0.5 s stall of this process without a loss.
 RECORD_QOS = QoSProfile(depth=1000, reliability=STREAM_QOS.reliability)
 GRACE_S = 1.0  # after the end, how long to wait for the truth of the last ticks and the last frames
 POLL_S = 0.05  # how often the node looks at the clock, the spec timeout and publisher counts
-MEMORY_SHARE = 0.5  # the rings may take at most this share of the memory available now
 NOTES_TOPIC = "~/recording"  # what the recorder knew that a bag does not show (written at the end)
 
 
@@ -96,9 +76,9 @@ class RecorderNode(StoppableNode):
         if self.recording is not None:
             self._on_later_spec(spec, msg)
             return
-        need = recording_bytes(self.args.capacity, len(spec.joints), self.args.keep_pixels_mb)
-        if need > MEMORY_SHARE * available_memory_bytes():
-            self.request_stop(EXIT_USAGE, memory_error(self.args.capacity, len(spec.joints), need))
+        problem = memory_problem(self.args.capacity, self.args.keep_pixels_mb, len(spec.joints))
+        if problem:
+            self.request_stop(EXIT_USAGE, problem)
             return
         if self.args.record:
             try:
@@ -115,6 +95,8 @@ class RecorderNode(StoppableNode):
         self._subscribe(spec.topic("joint_states").name, JointState, self._on_joint_state, raw=True)
         if self.bag is not None and "ground_truth_objects" in spec.topics:
             self._subscribe(spec.topic("ground_truth_objects").name, PoseArray, None)
+        if self.bag is not None and "ground_truth_targets" in spec.topics:  # bag only: a LeRobot export's actions
+            self._subscribe(spec.topic("ground_truth_targets").name, JointState, None)
         self._subscribe(self._sim_topic(spec, "state", "robogym_sim/state"), String, rec.store_run_state,
                         qos=STATE_QOS)
         if spec.cameras:
@@ -253,7 +235,8 @@ class RecorderNode(StoppableNode):
         return code
 
     def _report_data(self):
-        from robogym_ros.recorder.report import ReportData, frames_from_ring
+        from robogym_ros.recorder.report import ReportData
+        from robogym_ros.recorder.report_inputs import frames_from_ring
         rec = self.recording
         if rec is None:
             return None
@@ -324,317 +307,3 @@ def _ignore_further_signals() -> None:
 def _type_name(msg_type) -> str:
     module = msg_type.__module__.split(".")[0]
     return f"{module}/msg/{msg_type.__name__}"
-
-
-def write_report_of(folder: str, verdict: Verdict, data, diagnostics=None) -> int:
-    """Write report.html (matplotlib, imported only now: it costs start-up time); the exit code,
-    2 if the report cannot be written. ``data`` is a ReportData or a callable that makes one."""
-    from robogym_ros.recorder.report import write_report
-    try:
-        report = write_report(folder, verdict, data() if callable(data) else data, diagnostics=diagnostics)
-    except (OSError, ValueError) as exc:
-        print(f"robogym_recorder: cannot write --report {clip(folder, 200)}: {clip(exc, 300)}", file=sys.stderr,
-              flush=True)
-        return EXIT_USAGE
-    print(f"report: {report.html}", flush=True)
-    return verdict.exit_code
-
-
-def write_json(verdict: Verdict, path: str | None) -> int:
-    """Write the verdict JSON (if asked); the exit code, 2 if the file cannot be written."""
-    if not path:
-        return verdict.exit_code
-    try:
-        Path(path).write_text(verdict.to_json())
-    except OSError as exc:
-        print(f"robogym_recorder: cannot write --json {clip(path, 200)}: {exc.strerror or exc}", file=sys.stderr,
-              flush=True)
-        return EXIT_USAGE
-    return verdict.exit_code
-
-
-# ----------------------------------------------------------------------------- arguments
-
-def available_memory_bytes() -> int:
-    """Memory available to a new allocation now (MemAvailable), or the physical memory."""
-    try:
-        with open("/proc/meminfo") as f:
-            for line in f:
-                if line.startswith("MemAvailable:"):
-                    return int(line.split()[1]) * 1024
-    except (OSError, ValueError, IndexError):
-        pass
-    try:
-        return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
-    except (OSError, ValueError):  # pragma: no cover - exotic platforms
-        return 2 ** 40
-
-
-def memory_error(capacity: int, n_joints: int, need: int) -> str:
-    return (f"--capacity {capacity} needs {need / 2**30:.1f} GiB of rings for {n_joints} joints; this machine has "
-            f"{available_memory_bytes() / 2**30:.1f} GiB available (at most {MEMORY_SHARE:.0%} is used): lower "
-            f"--capacity")
-
-
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str):  # one line, bounded: a 5 MB argument is not echoed back
-        self.exit(EXIT_USAGE, f"{self.prog}: error: {clip(message, 300)}\n")
-
-
-def _number(kind: str, *, integer: bool = False, minimum: float = 0.0, inclusive: bool = False):
-    def parse(text: str):
-        shown = clip(repr(text), 40)
-        try:
-            value = float(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"{kind}, got {shown}") from None
-        if not math.isfinite(value) or value < minimum or (value == minimum and not inclusive):
-            raise argparse.ArgumentTypeError(f"{kind}, got {shown}")
-        if integer:
-            if value != int(value):
-                raise argparse.ArgumentTypeError(f"{kind}, got {shown}")
-            return int(value)
-        return value
-    return parse
-
-
-def parse_args(argv: list[str]) -> argparse.Namespace:
-    parser = _Parser(prog="robogym_recorder", description=__doc__.split("\n\n")[0])
-    stop = parser.add_mutually_exclusive_group()
-    stop.add_argument("--duration", type=_number("a finite number of seconds > 0"),
-                      help="record this long after the spec arrives [s]")
-    stop.add_argument("--ticks", type=_number("a whole number > 0", integer=True),
-                      help="stop after this many joint_states")
-    parser.add_argument("--record", metavar="BAG", help="write what is received to this mcap bag")
-    parser.add_argument("--bag", metavar="BAG", help="offline: check a bag (mcap or sqlite3)")
-    parser.add_argument("--json", metavar="FILE", help="also write the verdict as JSON")
-    parser.add_argument("--report", metavar="DIR", help="also write report.html with plots into this folder")
-    parser.add_argument("--capacity", type=_number("a whole number > 0", integer=True), default=120_000,
-                        help="ring slots for joint_states and truth each (20 min at 100 Hz)")
-    parser.add_argument("--keep-pixels-mb", type=_number("a finite number >= 0", inclusive=True), default=0.0,
-                        help="keep the newest image pixels up to this budget (default: digests only)")
-    parser.add_argument("--spec-timeout", type=_number("a finite number of seconds > 0"), default=15.0,
-                        help="give up if the sim's spec has not arrived after this long [s]")
-    args = parser.parse_args(argv)
-    if args.bag and (args.record or args.duration is not None or args.ticks is not None):
-        parser.error("--bag checks a recording offline; it takes no --record/--duration/--ticks")
-    if args.record:
-        problem = _unwritable_new_path(args.record)
-        if problem:
-            parser.error(f"--record {clip(args.record, 200)}: {problem}")
-    if args.json:
-        problem = _unwritable_file(args.json)
-        if problem:
-            parser.error(f"--json {clip(args.json, 200)}: {problem}")
-    if args.report:
-        problem = _unwritable_folder(args.report)
-        if problem:
-            parser.error(f"--report {clip(args.report, 200)}: {problem}")
-    if not args.bag:
-        # The rings are allocated once the spec names the joints; one joint is the least they need.
-        need = recording_bytes(args.capacity, 1, args.keep_pixels_mb)
-        if need > MEMORY_SHARE * available_memory_bytes():
-            parser.error(memory_error(args.capacity, 1, need))
-    return args
-
-
-def _unwritable_folder(path: str) -> str | None:
-    """Why a report folder cannot be written (it may exist; it is created if not), or None."""
-    p = Path(path)
-    try:
-        if p.exists():
-            return None if p.is_dir() and os.access(p, os.W_OK | os.X_OK) else "is not a writable folder"
-        return _unwritable_new_path(path)
-    except OSError as exc:
-        return exc.strerror or str(exc)
-
-
-def _unwritable_new_path(path: str) -> str | None:
-    p = Path(path)
-    try:
-        if p.exists():
-            return "exists already; a bag is never overwritten"
-        parent = p.parent if str(p.parent) else Path(".")
-        if not parent.is_dir():
-            return f"folder {clip(str(parent), 200)} does not exist"
-        if not os.access(parent, os.W_OK | os.X_OK):
-            return f"folder {clip(str(parent), 200)} is not writable"
-    except OSError as exc:
-        return exc.strerror or str(exc)
-    return None
-
-
-def _unwritable_file(path: str) -> str | None:
-    """None if ``path`` can be written; tried for real (created and removed if it was not there)."""
-    p = Path(path)
-    try:
-        if p.is_dir():
-            return "is a folder"
-        existed = p.exists()
-        with open(p, "a"):
-            pass
-        if not existed:
-            p.unlink()
-    except OSError as exc:
-        return f"cannot be written ({exc.strerror or exc})"
-    return None
-
-
-# ----------------------------------------------------------------------------- offline
-
-def check_bag(path: str) -> Verdict:
-    try:
-        data = read_bag(path, recover=True)
-    except UndecodableBag as exc:  # joint_states came, none decodes: a fault in the data, not a usage error
-        return Verdict([decoding_result({}, exc.malformed)], title=f"{TITLE} ({clip(path)})",
-                       notes=[f"{exc}: no other check could run"])
-    except BagError as exc:
-        return Verdict.from_usage_error(str(exc), title=TITLE)
-    notes = []
-    if data.recovery is not None:
-        notes.append(data.recovery.describe(path))
-    decoding = decoding_result(data.decoded, data.malformed)
-    if data.ground_truth is None and data.malformed:
-        return Verdict([decoding], title=f"{TITLE} ({clip(path)})",
-                       notes=notes + ["no ground truth could be decoded: no other check could run"])
-    if data.ground_truth is None:
-        return Verdict.from_usage_error(
-            f"{clip(path)}: no ground_truth/joint_states topic, nothing to prove the data against; "
-            f"the bag has: {', '.join(sorted(clip(t, 80) for t in data.topics)[:20])}", title=TITLE, notes=notes)
-    js = data.joint_states
-    try:
-        gt = align_truth(js, data.ground_truth)
-        spec = data.spec or spec_from_stamps(js.names, js.stamp_ns, data.images)
-        if data.spec is not None and sorted(data.spec.joint_names) != sorted(js.names):
-            raise BagError(f"the spec names other joints than {js.topic}: "
-                           f"{len(data.spec.joint_names)} vs {len(js.names)} ({clip(data.spec.joint_names, 200)} vs "
-                           f"{clip(list(js.names), 200)})")
-    except BagError as exc:
-        return Verdict.from_usage_error(f"{clip(path)}: {exc}", title=TITLE, notes=notes)
-    if tuple(spec.joint_names) != js.names:
-        spec = _with_joint_order(spec, js.names)
-    frames = _offline_frames(data, spec) if spec.cameras and not spec.inferred else None
-    results, more = verdict_results(js.stamp_ns, js.position, js.velocity, gt.stamp_ns, gt.position,
-                                    gt.velocity, spec, images=data.images, frames=frames, with_notes=True)
-    results.append(_offline_stream_end(data, spec))
-    results.append(decoding)
-    return Verdict(results, title=f"{TITLE} ({clip(path)})", notes=notes + more)
-
-
-def _with_joint_order(spec: Spec, names) -> Spec:
-    from dataclasses import replace
-    by_name = {j.name: j for j in spec.joints}
-    return replace(spec, joints=tuple(by_name[n] for n in names))
-
-
-def _offline_frames(data, spec: Spec):
-    """Frame evidence from a bag: the recorder's own notes when it wrote the bag, else a settle margin."""
-    evidence = offline_frame_evidence(spec, data.images, data.camera_skips)
-    history = _spec_history(data)
-    if data.recorder_notes is not None:
-        try:
-            notes = json.loads(data.recorder_notes[1])
-            judged = {k: (None if v is None else int(v)) for k, v in notes.get("frames_judged_from_ns", {}).items()}
-            from dataclasses import replace
-            return replace(evidence, judged_from_ns={**evidence.judged_from_ns, **judged}, history=history,
-                           skips_reported=bool(notes.get("skips_reported", evidence.skips_reported)),
-                           speed=float(notes.get("speed", 1.0)))
-        except (ValueError, TypeError, AttributeError):
-            pass
-    from dataclasses import replace
-    return replace(evidence, history=history)
-
-
-def _spec_history(data) -> list[SpecChange]:
-    """The specs in force in the bag's last sim run: live changes noticed at the newest joint stamp logged."""
-    history: list[SpecChange] = []
-    js = data.joint_states
-    for log_ns, spec in data.specs:
-        if history and spec.instance and spec.instance == history[-1].spec.instance:
-            if spec != history[-1].spec:
-                before = js.stamp_ns[js.log_time_ns <= log_ns]
-                history.append(SpecChange(int(before.max()) if len(before) else None, spec))
-        else:
-            history = [SpecChange(None, spec)]
-    return history or [SpecChange(None, data.spec)]
-
-
-def _offline_stream_end(data, spec: Spec) -> checks.CheckResult:
-    """Stream stops seen in a bag: the end is the recorder's end note, else the bag's newest message."""
-    notes = {}
-    if data.recorder_notes is not None:
-        try:
-            notes = json.loads(data.recorder_notes[1])
-        except ValueError:
-            notes = {}
-    end_ns = notes.get("end_time_ns") or data.end_log_time_ns
-    alive = notes.get("alive_after_end", {})
-    start_ns = int(data.joint_states.log_time_ns.min())
-    streams = []
-    for topic, series in (("joint_states", data.joint_states), ("ground_truth/joint_states", data.ground_truth)):
-        last_s = (int(series.log_time_ns.max()) - start_ns) / 1e9
-        streams.append(checks.StreamActivity(topic, len(series), int(series.stamp_ns[-1]), last_s,
-                                             max(last_s, (int(end_ns) - start_ns) / 1e9),
-                                             bool(alive.get(topic, False))))
-    states = []
-    for _, text in data.run_states:
-        try:
-            s = contract.RunState.from_json(text)
-        except ValueError:
-            continue
-        states.append(checks.RunStateReport(s.paused, s.stamp_ns, s.reason))
-    return checks.check_stream_end(streams, states, silence_s=silence_s(spec))
-
-
-def spec_from_stamps(names, stamps_ns, images) -> Spec:
-    """A bag from ``ros2 bag record`` without the spec topic: the control dt from the stamps."""
-    diffs = np.diff(np.unique(np.asarray(stamps_ns, np.int64)))
-    return Spec(joints=tuple(JointSpec(n) for n in names),
-                control_dt_ns=int(np.median(diffs)) if len(diffs) and np.median(diffs) > 0 else 1,
-                cameras=tuple(CameraSpec(c) for c in sorted({im.camera for im in images})),
-                inferred=True)
-
-
-def run_offline(args: argparse.Namespace) -> int:
-    try:
-        verdict = check_bag(args.bag)
-    except KeyboardInterrupt:
-        print("robogym_recorder: interrupted while reading the bag; no verdict", file=sys.stderr, flush=True)
-        return EXIT_USAGE
-    print(verdict.table(), flush=True)
-    code = write_json(verdict, args.json)
-    if args.report:
-        code = max(code, write_report_of(args.report, verdict, lambda: _bag_report_data(args.bag)))
-    return code
-
-
-def _bag_report_data(path: str):
-    """The arrays a report draws, from a bag (None when the bag has no ground truth to draw)."""
-    from robogym_ros.recorder.report import ReportData, frames_from_bag
-    try:
-        data = read_bag(path, recover=True)
-        js = data.joint_states
-        spec = data.spec or spec_from_stamps(js.names, js.stamp_ns, data.images)
-        if data.ground_truth is None:
-            return None
-        data = dataclasses.replace(data, ground_truth=align_truth(js, data.ground_truth))
-        return ReportData.from_bag(data, spec, frames=frames_from_bag(path, data.images))
-    except (BagError, ValueError):
-        return None  # the verdict already says what is wrong with the bag
-
-
-def main(argv=None) -> int:
-    argv = sys.argv if argv is None else argv
-    user_args = rclpy.utilities.remove_ros_args(argv)[1:]
-    try:
-        args = parse_args(user_args)
-    except SystemExit as exc:
-        return exc.code if isinstance(exc.code, int) else EXIT_USAGE
-    if args.bag:
-        return run_offline(args)
-    return run_node(lambda: RecorderNode(args), argv, errors=(ValueError, OSError, BagError),
-                    executor_factory=events_executor)
-
-
-if __name__ == "__main__":
-    sys.exit(EXIT_USAGE if entry.received() else main())

@@ -25,6 +25,8 @@ def build_spec(node, description: Description, *, model_path: str, real_time_fac
                                   contract.STREAM_QOS),
             "ground_truth_joints": topic(contract.TRUTH_JOINTS, "sensor_msgs/msg/JointState", period_s,
                                          contract.STREAM_QOS),
+            "ground_truth_targets": topic(contract.TRUTH_TARGETS, "sensor_msgs/msg/JointState", period_s,
+                                          contract.STREAM_QOS),
             "ground_truth_objects": topic(contract.TRUTH_OBJECTS, "geometry_msgs/msg/PoseArray", period_s,
                                           contract.STREAM_QOS),
             "joint_commands": topic(contract.JOINT_COMMANDS, "sensor_msgs/msg/JointState", None,

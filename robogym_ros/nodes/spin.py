@@ -73,15 +73,17 @@ def events_executor():
 
 
 def run_node(make_node: Callable[[], StoppableNode], args=None, *, errors: tuple = (),
-             executor_factory: Callable = SingleThreadedExecutor) -> int:
+             executor_factory: Callable = SingleThreadedExecutor,
+             stopped_before_start: int = EXIT_STOP_REQUESTED) -> int:
     """Build, spin and stop a node; returns the process exit code.
 
     Exceptions in ``errors`` (bad parameters, a bad model, ...) while building are logged as
-    one FATAL line and exit 1, with no traceback. A stop asked for by a signal exits 0.
+    one FATAL line and exit 1, with no traceback. A stop asked for by a signal exits 0, or
+    ``stopped_before_start`` when it came before the node existed (the recorder: no verdict).
     """
     signals = _Signals()
     node = None
-    code = EXIT_STOP_REQUESTED
+    code = stopped_before_start
     try:
         rclpy.init(args=args, signal_handler_options=SignalHandlerOptions.NO)
         node = make_node()

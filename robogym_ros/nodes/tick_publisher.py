@@ -1,10 +1,11 @@
 """The tick path of the sim node: a pump thread takes each tick from the physics process and
-publishes it at once (joint_states, ground truth, /clock), then offers it to the cameras.
+publishes it at once (joint_states, ground truth, the servo targets, /clock), then offers it to
+the cameras.
 
 The executor thread (commands, services, diagnostics) never sits between physics and topics.
-Every message is built new for its tick (robogym_ros.nodes.messages): joint_states as a
-message object, ground truth, object poses and /clock as serialized bytes built from names
-and frame ids encoded once.
+Every message is built new for its tick (robogym_ros.nodes.messages): joint_states, ground
+truth, targets, object poses and /clock as serialized bytes built from names and frame ids
+encoded once.
 """
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from sensor_msgs.msg import JointState
 
 from robogym_ros import contract
 from robogym_ros.nodes import messages
+from robogym_ros.nodes.arm_controllers import ctrl_columns
 from robogym_ros.nodes.qos import CLOCK_QOS, STREAM_QOS
 from robogym_ros.sim.process import SimProcess
 from robogym_ros.sim.tick import Tick
@@ -30,11 +32,14 @@ except ImportError:  # pragma: no cover - older rclpy
 class TickPublisher:
     """Publishes every tick; counts what it published and what the transport refused."""
 
-    def __init__(self, node, sim: SimProcess, joint_names: list[str]):
+    def __init__(self, node, sim: SimProcess, joint_names: list[str], model_path: str):
         self.joint_names = list(joint_names)
-        self._messages = messages.TickMessages(self.joint_names)
+        # The targets come out of the tick's state vector, which holds MjData.ctrl as the tick
+        # was published: no extra field crosses the process boundary.
+        self._messages = messages.TickMessages(self.joint_names, ctrl_columns(model_path, self.joint_names))
         self.pub_joints = node.create_publisher(JointState, contract.JOINT_STATES, STREAM_QOS)
         self.pub_truth = node.create_publisher(JointState, contract.TRUTH_JOINTS, STREAM_QOS)
+        self.pub_targets = node.create_publisher(JointState, contract.TRUTH_TARGETS, STREAM_QOS)
         self.pub_objects = node.create_publisher(PoseArray, contract.TRUTH_OBJECTS, STREAM_QOS)
         self.pub_clock = node.create_publisher(Clock, contract.CLOCK, CLOCK_QOS)
         self.published = 0
@@ -77,7 +82,8 @@ class TickPublisher:
     def publish(self, tick: Tick) -> None:
         m = self._messages
         for pub, build in ((self.pub_joints, m.joint_states), (self.pub_truth, m.truth),
-                           (self.pub_objects, m.object_poses), (self.pub_clock, m.clock)):
+                           (self.pub_targets, m.targets), (self.pub_objects, m.object_poses),
+                           (self.pub_clock, m.clock)):
             try:
                 pub.publish(build(tick))
             except RCLError:  # a full or closing transport: count it, keep the sim going

@@ -2,7 +2,8 @@
 with the semantics of ros2_control's JointTrajectoryController topic interface
 (robogym_ros.sim.trajectory_follower). Validated here, whole or not at all
 (robogym_ros.sim.commands.validate_trajectory); followed on the control tick in the physics
-process. A rejection is logged with its reason and counted; nothing changes.
+process. A rejection is logged with its reason and counted; nothing changes. A trajectory
+stamped far ahead of sim time (the wall clock, nodes/clock_check.py) is rejected so too.
 """
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from trajectory_msgs.msg import JointTrajectory
 
 from robogym_ros import contract
 from robogym_ros.contract import TopicSpec, header_stamp_ns
+from robogym_ros.nodes.clock_check import SimClockCheck
 from robogym_ros.nodes.diagnostics import CommandCounts
 from robogym_ros.nodes.qos import COMMAND_QOS
 from robogym_ros.sim.commands import CommandRejected, validate_trajectory
@@ -34,13 +36,17 @@ class TrajectorySubscriber:
         self.ranges = dict(ranges)
         self.now_ns = now_ns
         self.counts = counts if counts is not None else CommandCounts()
+        self.clock = SimClockCheck(node, now_ns, self.counts)  # the sim node's joint_commands use it too
         self.subscription = node.create_subscription(JointTrajectory, JOINT_TRAJECTORY, self.on_trajectory,
                                                      COMMAND_QOS)
 
     def on_trajectory(self, msg: JointTrajectory) -> None:
+        stamp_ns, now_ns = header_stamp_ns(msg), self.now_ns()
         try:
-            command = validate_trajectory(msg.joint_names, msg.points, header_stamp_ns(msg), self.ranges,
-                                          now_ns=self.now_ns())
+            off_clock = self.clock.trajectory_refusal(stamp_ns, now_ns)
+            if off_clock is not None:
+                raise CommandRejected(off_clock + ": it would never run")
+            command = validate_trajectory(msg.joint_names, msg.points, stamp_ns, self.ranges, now_ns=now_ns)
         except CommandRejected as exc:
             self.counts.rejected += 1
             self.counts.last_rejection = REJECTION_PREFIX + str(exc)

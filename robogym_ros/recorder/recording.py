@@ -26,7 +26,13 @@ from robogym_ros.contract import NS_PER_S, RunState, Spec, header_stamp_ns, join
 from robogym_ros.recorder.cdr import JointStateDecoder, decode_image, decode_joint_state
 from robogym_ros.recorder.decoding import Malformed, decoding_result
 from robogym_ros.recorder.ring import ImageRing, Ring
-from robogym_ros.recorder.schedules import OFFLINE_SETTLE_PERIODS, SpecChange, camera_period_ns, frame_schedules
+from robogym_ros.recorder.schedules import (
+    OFFLINE_SETTLE_PERIODS,
+    SpecChange,
+    camera_period_ns,
+    frame_schedules,
+    live_changes_note,
+)
 from robogym_ros.recorder.verdict import Verdict
 
 RECENT_FOR_AUDIT = 256  # received message arrays kept to prove no slot shares their memory
@@ -458,9 +464,9 @@ def _image_result(spec: Spec, images, all_stamps: np.ndarray, frames: FrameEvide
         result = checks.CheckResult("images", "no images in the window; " + frames_summary(figures),
                                     {"n_images": 0, **figures}, tuple(findings), no_data=not findings)
     result.figures.update(extra, frames_of_earlier_runs=frames.earlier_runs)
-    if extra.get("period_change_zones"):
-        notes.append(f"camera_period_s changed live {len(extra['period_change_zones'])} times: frames due "
-                     f"around each change are not judged")
+    changes = live_changes_note(extra.get("period_change_zones", ()))
+    if changes:
+        notes.append(changes)
     if not frames.skips_reported and any(not s.every_frame for s in schedules):
         notes.append("the sim reports no skipped frames (no cameras/skipped publisher): a missing frame "
                      "cannot be told skipped from lost, and is counted, not failed")

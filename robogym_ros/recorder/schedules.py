@@ -66,6 +66,18 @@ def frame_schedules(history: Sequence[SpecChange], lo_ns: int, hi_ns: int, *,
     return schedules, {"period_change_zones": zones}
 
 
+def live_changes_note(zones: Sequence[Mapping]) -> str | None:
+    """The verdict's sentence on live schedule changes: changes counted once, however many cameras."""
+    if not zones:
+        return None
+    changes = {z["change"] for z in zones}
+    what = " and ".join(sorted({z["what"] for z in zones}))
+    cameras = len({z["camera"] for z in zones})
+    n = len(changes)
+    return (f"{what} changed live {n} time{'s' if n != 1 else ''} ({cameras} camera{'s' if cameras != 1 else ''}): "
+            f"frames due around each change are not judged")
+
+
 def _stretches(history: Sequence[SpecChange], camera: str, speed: float, zones: list[dict]):
     """(from_ns, to_ns, period_ns, every_frame) per spec in force, zones around changes cut out."""
     out = []
@@ -77,10 +89,13 @@ def _stretches(history: Sequence[SpecChange], camera: str, speed: float, zones: 
         end = 2 ** 62
         if nxt is not None and nxt.notice_ns is not None:
             new_period = camera_period_ns(nxt.spec, camera)
-            if new_period != period or (nxt.spec.camera_frames == "every_frame") != every_frame:
+            new_mode = nxt.spec.camera_frames == "every_frame"
+            if new_period != period or new_mode != every_frame:
                 half = max(2 * period, 2 * new_period) + round(speed * ZONE_WALL_S * NS_PER_S)
+                # one zone per camera; "change" numbers the spec change it belongs to (one change, many cameras)
                 zones.append({"camera": camera, "from_ns": nxt.notice_ns - half, "to_ns": nxt.notice_ns + half,
-                              "period_ns": [period, new_period]})
+                              "period_ns": [period, new_period], "change": i + 1,
+                              "what": "camera_period_s" if new_period != period else "camera frame mode"})
                 end = nxt.notice_ns - half
                 out.append((start, end, period, every_frame))
                 start = nxt.notice_ns + half

@@ -15,6 +15,7 @@ import numpy as np
 from robogym_ros.checks import CheckResult, Finding, fmt_s
 
 EXIT_PASS, EXIT_FAIL, EXIT_USAGE = 0, 1, 2
+TITLE = "robogym_recorder verdict"  # the recorder's verdicts, live and offline
 
 
 class Verdict:

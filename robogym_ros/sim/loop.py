@@ -23,12 +23,14 @@ import signal
 import sys
 import time
 from dataclasses import dataclass, fields, replace
+from functools import cached_property
 from multiprocessing.connection import Connection
 from typing import Callable
 
 import numpy as np
 
 from robogym_ros.params import SIM, default
+from robogym_ros.sim.entities import SceneEntities
 from robogym_ros.sim.physics import Joint, Physics
 
 log = logging.getLogger("robogym_ros.sim.loop")
@@ -156,9 +158,11 @@ class RealTimeLoop:
         return {
             "pause": self.pause, "resume": self.resume, "reset": self.reset, "step": self.step,
             "set_targets": self.set_targets, "configure": self.configure, "status": self.status,
-            "set_tick_limit": self.set_tick_limit,
-            "set_trajectory": self.physics.set_trajectory,  # a validated TrajectoryCommand
+            "set_tick_limit": self.set_tick_limit, "reseed": self.physics.reseed,
+            "set_trajectory": self.set_trajectory,  # a validated TrajectoryCommand
             "lateness_histogram": self.lateness_histogram, "describe": self.describe,
+            "entity_states": self.entity_states, "set_entity_state": self.set_entity_state,
+            "entity_bounds": self.entity_bounds,
             "stop": self.stop,
         }
 
@@ -287,20 +291,43 @@ class RealTimeLoop:
         self.pause()
         draw = self.physics.reset_tick()
         self._send_tick()
-        return draw
+        # Which tick, and which scene of which seed's sequence (Physics.scene): a client checks
+        # a seeded reset against these.
+        p = self.physics
+        return {"tick": p.tick_index, "seed": p.seed, "scene": p.scene, **draw}
 
-    def step(self) -> int:
-        """One control tick while paused; returns its index once its tick is sent."""
+    def step(self, n_ticks: int = 1, from_index: int | None = None, targets: dict[str, float] | None = None) -> int:
+        """``n_ticks`` control ticks while paused, each sent as it completes; returns the index
+        of the last. A blow-up ends the step at its tick (the scene was reset). ``from_index``:
+        refused unless the last tick is that one (a lockstep client checks nobody else moved it);
+        ``targets`` from the first tick on, set only once the step is accepted."""
         if not self.paused:
             raise RuntimeError("step is only allowed while paused")
-        blew_up = self.physics.step_tick()
-        if blew_up:
-            self.stats.resets += 1
-        self._send_tick(blew_up)
+        if isinstance(n_ticks, bool) or not isinstance(n_ticks, int) or n_ticks < 1:
+            raise ValueError(f"n_ticks must be an integer >= 1, got {n_ticks!r}")
+        if from_index is not None and from_index != self.physics.tick_index:
+            raise RuntimeError(f"asked to step from tick {from_index}, but the sim is at tick "
+                               f"{self.physics.tick_index} (another client stepped or reset it)")
+        if targets:
+            self.physics.set_targets(targets)
+        for _ in range(n_ticks):
+            blew_up = self.physics.step_tick()
+            if blew_up:
+                self.stats.resets += 1
+            self._send_tick(blew_up)
+            if blew_up:
+                break
         return self.physics.tick_index
 
     def set_targets(self, targets: dict[str, float]) -> None:
         self.physics.set_targets(targets)
+
+    def set_trajectory(self, command) -> tuple[int, int]:
+        """Queue a validated TrajectoryCommand; returns (sim time in ns of the start of the tick
+        that takes it up, episode): an arm controller times its goal from these."""
+        self.physics.set_trajectory(command)
+        p = self.physics
+        return (p.tick_index + (1 if self._sub else 0)) * p.control_dt_ns, p.episode
 
     def configure(self, *, real_time_factor: float | None = None, max_lag_s: float | None = None) -> None:
         """Change the pace while running; the schedule restarts from now."""
@@ -332,6 +359,25 @@ class RealTimeLoop:
 
     def lateness_histogram(self) -> np.ndarray:
         return self.stats.hist.copy()
+
+    # --- entities (robogym_ros.sim.entities): the ROS simulation API's view of the scene -----
+    @cached_property
+    def entities(self) -> SceneEntities:
+        return SceneEntities(self.physics.model)
+
+    def entity_states(self) -> tuple[int, np.ndarray]:
+        """(sim time ns of the state, one row per entity: pose and twist in world). Reads only."""
+        return self.physics_steps * self.physics.physics_dt_ns, self.entities.states(self.physics.data)
+
+    def entity_bounds(self) -> np.ndarray:
+        """Each entity's world axis-aligned box now, (n, 6): min xyz, max xyz. Reads only."""
+        return self.entities.bounds(self.physics.data)
+
+    def set_entity_state(self, name: str, state) -> int:
+        """Put a free body at ``state`` now (the next tick shows it); returns the sim time ns.
+        A refused state (unknown name, a robot, not finite, ...) raises and changes nothing."""
+        self.entities.set_state(self.physics.data, name, state)
+        return self.physics_steps * self.physics.physics_dt_ns
 
     def describe(self) -> Description:
         p = self.physics

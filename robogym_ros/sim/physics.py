@@ -15,7 +15,7 @@ import numpy as np
 from robogym_ros.contract import POSE_SIZE
 from robogym_ros.sim import scene
 from robogym_ros.sim.tick import Tick
-from robogym_ros.sim.trajectory_follower import TrajectoryCommand, TrajectoryFollower
+from robogym_ros.sim.trajectory_follower import FollowerSet, TrajectoryCommand
 
 _BLOW_UP = (
     mujoco.mjtWarning.mjWARN_BADQPOS,
@@ -119,10 +119,14 @@ class Physics:
         self._pose_idx = (self._object_adr[:, None] + np.arange(POSE_SIZE)).ravel()
         self._dual_arm = scene.is_dual_arm_scene(self.model)
         self._rng = np.random.default_rng(seed)
+        # Which sequence the scene comes from, and its place in it: scene 0 is drawn here, so
+        # scene 1 is the first reset's, what the env's local reset(seed=seed) gives.
+        self.seed = int(seed)
+        self.scene = -1
         # Target changes for the next tick, in arrival order: ("targets", {actuator: value}) or
         # ("trajectory", TrajectoryCommand); order decides which of the two wins a joint.
         self._pending: list[tuple[str, object]] = []
-        self._follower: TrajectoryFollower | None = None  # the running trajectory, if any
+        self._followers = FollowerSet()  # the running trajectories: the topic's, each arm controller's
         self.tick_index = 0  # control ticks since start; never reset
         self.episode = 0
         self.reset()
@@ -153,9 +157,19 @@ class Physics:
         # Servos hold where the arm is, so a reset never yanks toward stale targets.
         self.data.ctrl[self._actuators] = self.data.qpos[self._qpos_adr]
         self._pending.clear()
-        self._follower = None  # a reset drops the running trajectory
+        self._followers.clear()  # a reset drops the running trajectories
         self.episode += 1
+        self.scene += 1
         return draw
+
+    def reseed(self, seed: int) -> None:
+        """Start ``seed``'s sequence: the next reset draws the scene the first reset of a
+        Physics built with ``seed`` draws. Changes nothing in the running scene."""
+        seed = int(seed)
+        rng = np.random.default_rng(seed)
+        if self._dual_arm:  # scene 0, drawn as __init__ draws it, into scratch data
+            scene.reset_scene(self.model, mujoco.MjData(self.model), rng)
+        self._rng, self.seed, self.scene = rng, seed, 0
 
     def reset_tick(self) -> dict:
         """A reset as a control tick of its own: a new episode under the next stamp.
@@ -177,7 +191,8 @@ class Physics:
 
     # --- joint trajectories (robogym_ros.sim.trajectory_follower) --------------------------
     def set_trajectory(self, command: TrajectoryCommand) -> None:
-        """Queue a trajectory; from the next control tick on it replaces the running one.
+        """Queue a trajectory; from the next control tick on it replaces the running one of
+        its controller (``command.controller``) and takes its joints from the others.
 
         Its joints' later position targets (set_targets) end it for those joints only.
         """
@@ -188,18 +203,14 @@ class Physics:
 
     def _take_trajectory(self, command: TrajectoryCommand, tick_start_ns: int) -> None:
         actuators = np.array([self._actuator_of[n] for n in command.joint_names], dtype=np.int64)
-        self._follower = TrajectoryFollower(command, tick_start_ns, self.data.ctrl[actuators])
-        self._follower_actuators = actuators
+        self._followers.take(command, actuators, tick_start_ns, self.data.ctrl[actuators])
 
     def _follow_trajectory(self, tick_start_ns: int) -> None:
         # Sampled at the tick's end, as ros2_control's trajectory controller does: the target
         # the joints should have reached when this tick's state is published.
-        f = self._follower
-        t_ns = tick_start_ns + self.control_dt_ns
-        targets = f.sample(t_ns)
-        self.data.ctrl[self._follower_actuators[f.active]] = targets[f.active]
-        if f.finished(t_ns) or f.done_driving:
-            self._follower = None  # the last targets hold in ctrl
+        # A trajectory past its end is dropped: its last targets hold in ctrl.
+        for actuators, targets in self._followers.targets(tick_start_ns + self.control_dt_ns):
+            self.data.ctrl[actuators] = targets
 
     def step_tick(self) -> bool:
         """Advance one whole control tick at once (paused single step, as-fast-as-possible)."""
@@ -221,11 +232,10 @@ class Physics:
                 continue
             for a, target in value.items():
                 self.data.ctrl[a] = target
-            if self._follower is not None:  # a later command wins its joints from this tick on
-                self._follower.release(self.joint_names[self._actuator_index[a]] for a in value)
+            # a later command wins its joints from this tick on
+            self._followers.release(self.joint_names[self._actuator_index[a]] for a in value)
         self._pending.clear()
-        if self._follower is not None:
-            self._follow_trajectory(tick_start_ns)
+        self._follow_trajectory(tick_start_ns)
 
     def end_tick(self) -> bool:
         """Close a control tick. True if the scene blew up, in which case it was reset."""

@@ -64,12 +64,19 @@ class SimProcess:
         return self._call("resume")
 
     def reset(self) -> dict:
-        """New episode (paused); returns what was drawn."""
+        """New episode (paused); returns its ``tick``, ``seed`` and ``scene`` (its place in that
+        seed's sequence, 1 = the first reset's) and what was drawn."""
         return self._call("reset")
 
-    def step(self) -> int:
-        """One control tick while paused; returns its index."""
-        return self._call("step")
+    def reseed(self, seed: int) -> None:
+        """The next reset starts ``seed``'s sequence (its scene 1); the running scene stays."""
+        self._call("reseed", seed)
+
+    def step(self, n_ticks: int = 1, from_index: int | None = None, targets: dict[str, float] | None = None) -> int:
+        """``n_ticks`` control ticks while paused, in one request; returns the last one's index
+        (earlier if the scene blew up). ``from_index``: refused unless the sim is at that tick;
+        ``targets`` (validated) from the first of them on, applied only if the step is."""
+        return self._call("step", n_ticks, from_index, targets)
 
     def set_targets(self, targets: dict[str, float], *, wait: bool = False) -> None:
         """Fire and forget (the node has validated them already), or ``wait`` for the reply."""
@@ -78,13 +85,14 @@ class SimProcess:
         else:
             self._send("set_targets", targets)
 
-    def set_trajectory(self, command: TrajectoryCommand, *, wait: bool = False) -> None:
+    def set_trajectory(self, command: TrajectoryCommand, *, wait: bool = False) -> tuple[int, int] | None:
         """A validated trajectory (robogym_ros.sim.commands.validate_trajectory); it replaces
-        the running one from the next control tick on. Fire and forget, or ``wait``."""
+        the running one from the next control tick on. Fire and forget, or ``wait``: then
+        returns (start of the tick that takes it up in ns of sim time, episode)."""
         if wait:
-            self._call("set_trajectory", command)
-        else:
-            self._send("set_trajectory", command)
+            return self._call("set_trajectory", command)
+        self._send("set_trajectory", command)
+        return None
 
     def set_tick_limit(self, tick_index: int | None) -> None:
         """Physics completes ticks up to ``tick_index`` on its own, then waits (None: no limit)."""
@@ -101,6 +109,19 @@ class SimProcess:
 
     def lateness_histogram(self) -> np.ndarray:
         return self._call("lateness_histogram")
+
+    def entity_states(self) -> tuple[int, np.ndarray]:
+        """(sim time ns, one row per entity of robogym_ros.sim.entities: pose and twist in world)."""
+        return self._call("entity_states")
+
+    def entity_bounds(self) -> np.ndarray:
+        """Each entity's axis-aligned box in world now, (n, 6): min xyz, max xyz."""
+        return self._call("entity_bounds")
+
+    def set_entity_state(self, name: str, state) -> int:
+        """Move a free body (block, tray) now; returns the sim time ns. Refused (and nothing
+        changed): UnknownEntity, EntityNotMovable, InvalidEntityState (robogym_ros.sim.entities)."""
+        return self._call("set_entity_state", name, state)
 
     def recv_tick(self, timeout_s: float) -> Tick | None:
         """The next tick, or None after ``timeout_s``; EOFError/OSError once the process is gone."""

@@ -36,6 +36,9 @@ class TrajectoryCommand:
     velocities: np.ndarray  # (n_points, n_joints); NaN rows: no velocity at that point
     lower: np.ndarray  # (n_joints,) each joint's target range
     upper: np.ndarray
+    # Who sent it: "" = the joint_trajectory topic, else an arm controller's name. A newer
+    # trajectory replaces the one of the same controller and takes its joints from the others.
+    controller: str = ""
 
     def has_velocity(self, point: int) -> bool:
         return not np.isnan(self.velocities[point]).any()
@@ -98,6 +101,38 @@ class TrajectoryFollower:
             k = int(np.searchsorted(times, t_ns, side="right")) - 1
             out = _interpolate(times[k], q[k], v[k], times[k + 1], q[k + 1], v[k + 1], t_ns)
         return np.clip(out, self.command.lower, self.command.upper)
+
+
+class FollowerSet:
+    """The running trajectories, one per controller (TrajectoryCommand.controller), so that two
+    arms follow two trajectories at once. Each joint has one owner: the newest command naming it.
+    """
+
+    def __init__(self):
+        self._running: dict[str, tuple[TrajectoryFollower, np.ndarray]] = {}
+
+    def clear(self) -> None:
+        self._running.clear()
+
+    def take(self, command: TrajectoryCommand, actuators: np.ndarray, taken_ns: int, held: np.ndarray) -> None:
+        """Start ``command`` (its joints drive ``actuators``), replacing its controller's trajectory."""
+        self.release(command.joint_names)
+        self._running[command.controller] = (TrajectoryFollower(command, taken_ns, held), actuators)
+
+    def release(self, names) -> None:
+        """A newer command owns these joints: every running trajectory lets go of them."""
+        names = tuple(names)
+        for follower, _ in self._running.values():
+            follower.release(names)
+
+    def targets(self, t_ns: int):
+        """(actuators, targets) of each running trajectory at ``t_ns``, its released joints left
+        out; a trajectory past its last point (its last targets hold) or with no joints left ends."""
+        for controller, (f, actuators) in list(self._running.items()):
+            values = f.sample(t_ns)
+            yield actuators[f.active], values[f.active]
+            if f.finished(t_ns) or f.done_driving:
+                del self._running[controller]
 
 
 def _interpolate(t0: int, q0: np.ndarray, v0: np.ndarray, t1: int, q1: np.ndarray, v1: np.ndarray,

@@ -1,9 +1,11 @@
 """The main job without a ROS install: sim + motion + recorder, then the verdict and its report.
 
-    robogym_demo [--duration-s 10] [--out robogym_out] [--no-report]
+    robogym_demo [--duration-s 10] [--out robogym_out] [--no-report] [--expert] [--seed N]
 
 The same three nodes as launch/bringup.launch.py, started as processes of their own. The
-exit code is the recorder's: 0 pass, 1 fail, 2 usage error or no data. Then the verdict
+exit code is the recorder's: 0 pass, 1 fail, 2 usage error or no data. ``--expert`` moves the
+arms with the scripted handover expert (robogym_ros.nodes.expert_node) instead of the fixed
+path and prints its episodes' results (``<out>/expert.json``) beside the verdict. Then the verdict
 and the bag become ``<out>/report/report.html`` with its plots (robogym_ros.recorder.report).
 """
 from __future__ import annotations
@@ -28,6 +30,8 @@ def main(argv=None) -> int:
     parser.add_argument("--out", default="robogym_out", help="folder for the bag and verdict")
     parser.add_argument("--namespace", default="robogym_demo")
     parser.add_argument("--no-report", action="store_true", help="skip report.html")
+    parser.add_argument("--expert", action="store_true", help="the scripted handover expert moves the arms")
+    parser.add_argument("--seed", type=int, default=None, help="the sim's seed (its scene)")
     args = parser.parse_args(argv)
     os.environ.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
     os.environ.setdefault("MUJOCO_GL", "egl")
@@ -36,16 +40,23 @@ def main(argv=None) -> int:
     bag = out / f"bag_{time.strftime('%Y%m%d_%H%M%S')}"
     verdict = out / "verdict.json"
 
-    print(f"robogym_demo: sim + motion + recorder for {args.duration_s:g} s "
+    print(f"robogym_demo: sim + {'expert' if args.expert else 'motion'} + recorder for {args.duration_s:g} s "
           f"(ROS_DOMAIN_ID={os.environ.get('ROS_DOMAIN_ID', '0')})", flush=True)
     log = open(out / "nodes.log", "w")
+    sim_args = ["-p", f"seed:={args.seed}"] if args.seed is not None else []
+    results = out / "expert.json"
+    if args.expert:
+        results.unlink(missing_ok=True)
+        mover = _node("robogym_ros.nodes.expert_node", args.namespace) + ["-p", f"results_json:={results}"]
+    else:
+        mover = _node("robogym_ros.nodes.motion_node", args.namespace)
     helpers = [
-        subprocess.Popen(_node("robogym_ros.nodes.sim_node", args.namespace), stdout=log, stderr=log),
-        subprocess.Popen(_node("robogym_ros.nodes.motion_node", args.namespace), stdout=log, stderr=log),
+        subprocess.Popen(_node("robogym_ros.nodes.sim_node", args.namespace) + sim_args, stdout=log, stderr=log),
+        subprocess.Popen(mover, stdout=log, stderr=log),
     ]
     try:
         recorder = subprocess.run(_node(
-            "robogym_ros.nodes.recorder_node", args.namespace, "--duration", str(args.duration_s),
+            "robogym_ros.nodes.recorder_cli", args.namespace, "--duration", str(args.duration_s),
             "--record", str(bag), "--json", str(verdict)))
         code = recorder.returncode
     except KeyboardInterrupt:
@@ -60,10 +71,23 @@ def main(argv=None) -> int:
             except subprocess.TimeoutExpired:
                 proc.kill()
         log.close()
+    if args.expert:
+        print(f"expert: {_expert_summary(results)}")
     print(f"bag: {bag}\nverdict: {verdict}\nnode logs: {out / 'nodes.log'}")
     if not args.no_report and bag.exists() and verdict.exists():
         print(f"report: {write_demo_report(bag, verdict, out / 'report')}")
     return code
+
+
+def _expert_summary(results: Path) -> str:
+    if not results.exists():
+        return "no episode ended within the recording (make --duration-s longer)"
+    lines = []
+    for r in json.loads(results.read_text()):
+        what = "SUCCESS" if r["success"] else f"FAIL ({r['failure'] or r['phase']})"
+        lines.append(f"episode {r['episode']}: {what}, block {r['distance_m'] * 1e3:.0f} mm from the goal "
+                     f"after {r['sim_time_s']:.2f} s sim time")
+    return "; ".join(lines)
 
 
 def write_demo_report(bag: Path, verdict_json: Path, out_dir: Path) -> Path:

@@ -1,0 +1,121 @@
+"""Writing a LeRobot dataset (v3.0 layout: parquet data, one mp4 per camera, meta) through
+LeRobot's own ``LeRobotDataset.create`` / ``add_frame`` / ``save_episode`` / ``finalize``.
+
+Features are named as LeRobot names them for its dual SO-101 follower (``bi_so_follower``):
+``observation.state`` and ``action`` (float32, one entry per joint, ``left_shoulder_pan.pos`` ...),
+``observation.images.<camera>`` (video). Values are the sim's units (rad; gripper rad), not the
+real robot's calibrated range. ``lerobot`` is imported only when a writer is made: it is an
+optional extra (``pip install .[lerobot]``).
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Mapping, Sequence
+
+import numpy as np
+
+ROBOT_TYPE = "bi_so_follower"  # LeRobot 0.6's name for two SO-101 followers (left_*, right_*)
+STATE = "observation.state"
+ACTION = "action"
+IMAGE_PREFIX = "observation.images."
+# The sim stamp of each frame's tick (int64 ns): every row names its tick, so a dataset can be
+# checked against the sim's ground truth. Not under observation./action.: policies ignore it.
+STAMP = "sim_stamp_ns"
+MISSING_LEROBOT = ("exporting a LeRobot dataset needs the optional lerobot extra (Python >= 3.12 for lerobot 0.6): "
+                   "pip install -e '.[lerobot]'")
+
+
+def import_lerobot():
+    """LeRobotDataset, or ImportError saying how to install it."""
+    try:
+        from lerobot.datasets.lerobot_dataset import LeRobotDataset
+    except ImportError as err:
+        raise ImportError(f"{MISSING_LEROBOT} ({err})") from None
+    return LeRobotDataset
+
+
+def feature_names(joint_names: Sequence[str]) -> list[str]:
+    """LeRobot's names of joint positions: ``<joint>.pos`` (the sim's joints are ``left_shoulder_pan`` ...)."""
+    return [f"{name}.pos" for name in joint_names]
+
+
+def features(joint_names: Sequence[str], camera_sizes: Mapping[str, tuple[int, int]]) -> dict[str, dict]:
+    """The dataset's features; ``camera_sizes``: camera -> (height, width) in pixels."""
+    names = feature_names(joint_names)
+    out = {STATE: {"dtype": "float32", "shape": (len(names),), "names": names},
+           ACTION: {"dtype": "float32", "shape": (len(names),), "names": list(names)},
+           STAMP: {"dtype": "int64", "shape": (1,), "names": None}}
+    for cam, (h, w) in camera_sizes.items():
+        out[IMAGE_PREFIX + cam] = {"dtype": "video", "shape": (int(h), int(w), 3),
+                                   "names": ["height", "width", "channels"]}
+    return out
+
+
+class DatasetWriter:
+    """One LeRobot dataset being written: ``add`` frames, ``end_episode``, then ``close``.
+
+    ``out`` must not exist (LeRobot never writes into an existing dataset folder); it is checked
+    before anything is written, as are the fps and the task.
+    """
+
+    def __init__(self, out: str | Path, *, fps: int, joint_names: Sequence[str],
+                 camera_sizes: Mapping[str, tuple[int, int]], task: str, repo_id: str | None = None):
+        out = Path(out)
+        if out.exists():
+            raise FileExistsError(f"{out} exists already: a dataset is written into a new folder")
+        if not (isinstance(fps, int) and fps > 0):
+            raise ValueError(f"fps must be a positive integer (LeRobot's frame rate), got {fps!r}")
+        if not isinstance(task, str) or not task.strip():
+            raise ValueError("task must be a non-empty string (LeRobot's task description)")
+        if not camera_sizes:
+            raise ValueError("no camera to export: a frame needs at least one image")
+        LeRobotDataset = import_lerobot()
+        self.out = out
+        self.fps = fps
+        self.repo_id = repo_id or f"robogym_ros/{out.name}"
+        self.task = task
+        self.joint_names = tuple(joint_names)
+        self.cameras = tuple(camera_sizes)
+        self.n_frames = 0
+        self.n_episodes = 0
+        self._in_episode = 0
+        self._dataset = LeRobotDataset.create(self.repo_id, fps, features(
+            joint_names, camera_sizes), root=out, robot_type=ROBOT_TYPE, use_videos=True,
+            video_backend="pyav")  # a writer decodes nothing; this skips probing torchcodec's FFmpeg
+
+    def add(self, stamp_ns: int, state: np.ndarray, action: np.ndarray, images: Mapping[str, np.ndarray]) -> None:
+        """One frame: its tick's stamp, the joint positions at that tick, the targets sent after it,
+        one image per camera."""
+        frame = {STATE: np.asarray(state, np.float64).astype(np.float32),
+                 ACTION: np.asarray(action, np.float64).astype(np.float32),
+                 STAMP: np.array([stamp_ns], np.int64), "task": self.task}
+        for cam in self.cameras:
+            frame[IMAGE_PREFIX + cam] = np.ascontiguousarray(images[cam], dtype=np.uint8)
+        self._dataset.add_frame(frame)
+        self._in_episode += 1
+
+    def end_episode(self) -> None:
+        """Save the frames added since the last call as one episode (none added: nothing saved)."""
+        if not self._in_episode:
+            return
+        # One camera after another: LeRobot's parallel encoding forks this (multi-threaded) process.
+        self._dataset.save_episode(parallel_encoding=False)
+        self.n_frames += self._in_episode
+        self.n_episodes += 1
+        self._in_episode = 0
+
+    def close(self) -> None:
+        """Finalise (parquet footers, metadata); frames of an unfinished episode are dropped."""
+        if self._dataset is None:
+            return
+        dataset, self._dataset = self._dataset, None
+        if self._in_episode:
+            dataset.clear_episode_buffer()
+            self._in_episode = 0
+        dataset.finalize()
+
+    def __enter__(self) -> "DatasetWriter":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

@@ -1,0 +1,150 @@
+"""Local-mode rollouts (no ROS) as LeRobot episodes: one per seeded reset.
+
+Each env step is a frame: the state is the joint positions of the observation's tick, the
+action the targets (rad) sent right after it, the images the env's cameras at that tick (the
+sim node's renderer and lens). ``fps`` = 1 / (control dt x action_repeat).
+
+A policy is made per episode by a factory, ``factory(env) -> policy``, with ``policy(obs) ->
+targets`` in rad (the env is made with ``normalize_actions=False``). ``sweep`` is a
+deterministic motion that does not solve the task; ``expert`` is the scripted handover
+(robogym_ros.expert); ``module:attr`` names any other factory.
+"""
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass
+from typing import Callable, Iterator, Sequence
+
+import numpy as np
+
+from robogym_ros.contract import NS_PER_S
+from robogym_ros.envs.handover import HandoverEnv
+from robogym_ros.export.dataset import DatasetWriter
+
+Policy = Callable[[dict], np.ndarray]
+PolicyFactory = Callable[[HandoverEnv], Policy]
+
+
+class SweepPolicy:
+    """Every joint swings around where the reset left it (a slow sine, its own phase), clipped to
+    its range: deterministic motion that fills every image and joint; it does not do the handover."""
+
+    def __init__(self, env: HandoverEnv, period_s: float = 2.0, amplitude: float = 0.35):
+        space = env.action_space
+        self._low, self._high = space.low, space.high
+        self._period_ticks = period_s * NS_PER_S / (env.control_dt_ns * env.action_repeat)
+        self._amplitude = amplitude
+        self._centre: np.ndarray | None = None
+        self._k = 0
+
+    def __call__(self, obs: dict) -> np.ndarray:
+        n = len(self._low)
+        if self._centre is None:
+            self._centre = np.asarray(obs["observation"][:n], np.float64).copy()
+        phase = 2 * np.pi * (self._k / self._period_ticks + np.arange(n) / n)
+        self._k += 1
+        return np.clip(self._centre + self._amplitude * np.sin(phase), self._low, self._high)
+
+
+def policy_factory(name: str) -> PolicyFactory:
+    """``expert``, ``sweep``, or ``package.module:attr`` (a factory ``attr(env) -> policy``); ValueError
+    says why not."""
+    if name == "sweep":
+        return SweepPolicy
+    if name == "expert":
+        from robogym_ros.expert.runner import EnvExpert  # the scripted handover (mujoco IK): only when asked
+        return EnvExpert
+    module, _, attr = name.partition(":")
+    if not module or not attr:
+        raise ValueError(f"policy must be 'expert', 'sweep' or 'package.module:factory', got {name!r}")
+    try:
+        factory = getattr(importlib.import_module(module), attr)
+    except (ImportError, AttributeError) as err:
+        raise ValueError(f"policy {name!r} cannot be loaded: {type(err).__name__}: {err}") from None
+    if not callable(factory):
+        raise ValueError(f"policy {name!r} is not callable")
+    return factory
+
+
+@dataclass(frozen=True)
+class RolloutFrame:
+    """One env step: the frame's tick, its state and images, and the action sent after it."""
+
+    stamp_ns: int
+    state: np.ndarray  # joint positions at the frame's tick (rad)
+    action: np.ndarray  # targets sent after it (rad)
+    images: dict[str, np.ndarray]
+
+
+@dataclass(frozen=True)
+class RolloutEpisode:
+    """One rolled-out episode: its seed, frames, and how it ended."""
+
+    seed: int
+    frames: list[RolloutFrame]
+    outcome: str  # "success", "blew up" or "time limit"
+
+
+def make_env(cameras: Sequence[str] = ("overhead",), *, width_px: int = 320, height_px: int = 240,
+             action_repeat: int = 4) -> HandoverEnv:
+    """The local-mode env rollouts run in: targets in rad, the cameras rendered every step."""
+    return HandoverEnv(cameras=tuple(cameras), normalize_actions=False, action_repeat=action_repeat,
+                       camera_width_px=width_px, camera_height_px=height_px)
+
+
+def rollouts(env: HandoverEnv, n_episodes: int, factory: PolicyFactory, *, seed: int = 0,
+             max_steps: int = 250) -> Iterator[RolloutEpisode]:
+    """``n_episodes`` episodes from seeds ``seed``, ``seed + 1``, ...; an episode ends on success
+    (terminated), a blow-up (truncated) or after ``max_steps`` steps."""
+    if not (isinstance(n_episodes, int) and n_episodes >= 1):
+        raise ValueError(f"rollouts must be a positive integer, got {n_episodes!r}")
+    if not (isinstance(max_steps, int) and max_steps >= 2):
+        raise ValueError(f"max_steps must be an integer >= 2, got {max_steps!r}")
+    n = len(env.joint_names)
+    for i in range(n_episodes):
+        obs, info = env.reset(seed=seed + i)
+        policy = factory(env)
+        if hasattr(policy, "reset"):  # a stateful policy (the expert's phases) starts its episode afresh
+            policy.reset()
+        frames, outcome = [], "time limit"
+        for _ in range(max_steps):
+            action = np.asarray(policy(obs), np.float64)
+            frames.append(RolloutFrame(int(info["stamp_ns"]), obs["observation"][:n].copy(), action.copy(),
+                                       {c: obs[f"pixels/{c}"] for c in env.cameras}))
+            obs, _, terminated, truncated, info = env.step(action)
+            if terminated or truncated:
+                outcome = "success" if terminated else "blew up"
+                break
+        yield RolloutEpisode(seed + i, frames, outcome)
+
+
+def fps_of(env: HandoverEnv) -> int:
+    """Frames per second of a rollout: one frame per env step."""
+    period = env.control_dt_ns * env.action_repeat
+    if NS_PER_S % period:
+        raise ValueError(f"a step of {period} ns is not a whole frame rate (LeRobot's fps is an integer)")
+    return NS_PER_S // period
+
+
+def write_rollouts(out, task: str, n_episodes: int, factory: PolicyFactory, *, seed: int = 0,
+                   cameras: Sequence[str] = ("overhead",), max_steps: int = 250, width_px: int = 320,
+                   height_px: int = 240, action_repeat: int = 4, repo_id: str | None = None,
+                   on_episode: Callable[[RolloutEpisode], None] | None = None,
+                   only_success: bool = False) -> DatasetWriter:
+    """Roll out and write a new dataset at ``out``; ``on_episode`` sees each episode (a test does);
+    ``only_success`` leaves out episodes that did not end in success."""
+    env = make_env(cameras, width_px=width_px, height_px=height_px, action_repeat=action_repeat)
+    try:
+        sizes = {c: (height_px, width_px) for c in cameras}
+        with DatasetWriter(out, fps=fps_of(env), joint_names=env.joint_names, camera_sizes=sizes, task=task,
+                           repo_id=repo_id) as writer:
+            for episode in rollouts(env, n_episodes, factory, seed=seed, max_steps=max_steps):
+                if episode.outcome == "success" or not only_success:
+                    for f in episode.frames:
+                        writer.add(f.stamp_ns, f.state, f.action, f.images)
+                    writer.end_episode()
+                if on_episode is not None:
+                    on_episode(episode)
+    finally:
+        env.close()
+    return writer
