@@ -15,7 +15,7 @@ from typing import Sequence
 import numpy as np
 
 from robogym_ros.contract import NS_PER_S
-from robogym_ros.recorder.cdr import _ENCAPSULATION, _Writer
+from robogym_ros.recorder.cdr import ENCAPSULATION, CdrWriter
 
 _TIME = struct.Struct("<iI")
 _AFTER_STAMP = 4 + 8  # the encapsulation header, then header.stamp
@@ -29,7 +29,7 @@ class StepRequestEncoder:
         self.joint_names = tuple(joint_names)
         n = len(self.joint_names)
         # frame_id "", the names, one point, the positions' count; then the doubles, 8-aligned.
-        w = _Writer(_AFTER_STAMP).string("").strings(self.joint_names).u32(1).u32(n)
+        w = CdrWriter(_AFTER_STAMP).string("").strings(self.joint_names).u32(1).u32(n)
         if n:
             w.pad_to(8)
         self._prefix = w.bytes()
@@ -40,5 +40,5 @@ class StepRequestEncoder:
         if values.shape != (self._n,):
             raise ValueError(f"{values.shape} positions for {self._n} joint names")
         sec, nanosec = divmod(int(duration_ns), NS_PER_S)
-        return b"".join((_ENCAPSULATION, _TIME.pack(*divmod(int(start_ns), NS_PER_S)), self._prefix,
+        return b"".join((ENCAPSULATION, _TIME.pack(*divmod(int(start_ns), NS_PER_S)), self._prefix,
                          values.tobytes(), _TAIL.pack(0, 0, 0, sec, nanosec)))

@@ -326,48 +326,48 @@ class JointStateDecoder:
 
 # --- encoding: what the sim publishes, as bytes ------------------------------------------------
 
-_ENCAPSULATION = CDR_LE + b"\x00\x00"
+ENCAPSULATION = CDR_LE + b"\x00\x00"
 _TIME = struct.Struct("<iI")
 _AFTER_STAMP = _HEAD + 8  # a stamped message's first byte after header.stamp
 
 
-class _Writer:
+class CdrWriter:
     """Appends CDR fields at a known absolute offset, padding with zeros as CDR aligns them."""
 
     def __init__(self, offset: int):
         self.offset = offset
         self._parts: list[bytes] = []
 
-    def _put(self, data: bytes, align: int) -> "_Writer":
+    def _put(self, data: bytes, align: int) -> "CdrWriter":
         pad = _align(self.offset, align) - self.offset
         self._parts.append(b"\x00" * pad + data)
         self.offset += pad + len(data)
         return self
 
-    def u8(self, value: int) -> "_Writer":
+    def u8(self, value: int) -> "CdrWriter":
         return self._put(struct.pack("<B", value), 1)
 
-    def u32(self, value: int) -> "_Writer":
+    def u32(self, value: int) -> "CdrWriter":
         return self._put(_U32.pack(value), 4)
 
-    def string(self, text: str) -> "_Writer":
+    def string(self, text: str) -> "CdrWriter":
         raw = text.encode("utf-8") + b"\x00"
         return self._put(_U32.pack(len(raw)) + raw, 4)
 
-    def strings(self, texts: Sequence[str]) -> "_Writer":
+    def strings(self, texts: Sequence[str]) -> "CdrWriter":
         self.u32(len(texts))
         for text in texts:
             self.string(text)
         return self
 
-    def doubles(self, values, *, fixed: bool = False) -> "_Writer":
+    def doubles(self, values, *, fixed: bool = False) -> "CdrWriter":
         """A sequence<double> (count first), or a fixed-size double[N] array (``fixed``)."""
         data = np.asarray(values, _F64).ravel()
         if not fixed:
             self.u32(len(data))
         return self._put(data.tobytes(), 8) if len(data) else self
 
-    def pad_to(self, align: int) -> "_Writer":
+    def pad_to(self, align: int) -> "CdrWriter":
         return self._put(b"", align)
 
     def bytes(self) -> bytes:
@@ -390,7 +390,7 @@ def decode_time(data: bytes) -> int:
 
 def encode_time(stamp_ns: int) -> bytes:
     """A message that is one builtin_interfaces/Time (rosgraph_msgs/Clock)."""
-    return _ENCAPSULATION + _time_bytes(stamp_ns)
+    return ENCAPSULATION + _time_bytes(stamp_ns)
 
 
 class JointStateEncoder:
@@ -401,12 +401,12 @@ class JointStateEncoder:
     def __init__(self, names: Sequence[str], frame_id: str = ""):
         self.names = tuple(names)
         self.n_joints = len(self.names)
-        w = _Writer(_AFTER_STAMP).string(frame_id).strings(self.names).pad_to(4)
+        w = CdrWriter(_AFTER_STAMP).string(frame_id).strings(self.names).pad_to(4)
         self._prefix, self._fields_at = w.bytes(), w.offset  # up to the position count
 
     def encode(self, stamp_ns: int, position: np.ndarray, velocity: np.ndarray,
                effort: np.ndarray) -> bytes:
-        parts = [_ENCAPSULATION, _time_bytes(stamp_ns), self._prefix]
+        parts = [ENCAPSULATION, _time_bytes(stamp_ns), self._prefix]
         offset = self._fields_at
         for values in (position, velocity, effort):
             count = len(values)
@@ -428,7 +428,7 @@ class PoseArrayEncoder:
     _LAYOUT_TO_POSE = np.array([0, 1, 2, 4, 5, 6, 3])  # -> x y z qx qy qz qw
 
     def __init__(self, frame_id: str):
-        w = _Writer(_AFTER_STAMP).string(frame_id).pad_to(4)
+        w = CdrWriter(_AFTER_STAMP).string(frame_id).pad_to(4)
         self._prefix = w.bytes()
         self._pad = b"\x00" * (_align(w.offset + 4, 8) - w.offset - 4)  # a Pose begins with a double
 
@@ -437,7 +437,7 @@ class PoseArrayEncoder:
         if poses.ndim != 2 or poses.shape[1] != 7:
             raise ValueError(f"poses must be (k, 7), got {poses.shape}")
         k = len(poses)
-        return b"".join((_ENCAPSULATION, _time_bytes(stamp_ns), self._prefix, _U32.pack(k),
+        return b"".join((ENCAPSULATION, _time_bytes(stamp_ns), self._prefix, _U32.pack(k),
                          self._pad if k else b"", poses[:, self._LAYOUT_TO_POSE].tobytes()))
 
 
@@ -449,7 +449,7 @@ class ImageEncoder:
     def __init__(self, frame_id: str, height: int, width: int, encoding: str, step: int,
                  is_bigendian: int = 0):
         self.nbytes = height * step
-        w = (_Writer(_AFTER_STAMP).string(frame_id).u32(height).u32(width).string(encoding)
+        w = (CdrWriter(_AFTER_STAMP).string(frame_id).u32(height).u32(width).string(encoding)
              .u8(is_bigendian).u32(step).u32(self.nbytes))
         self._prefix = w.bytes()
 
@@ -457,7 +457,7 @@ class ImageEncoder:
         data = memoryview(pixels)
         if data.nbytes != self.nbytes or not data.c_contiguous:
             raise ValueError(f"pixels must be {self.nbytes} contiguous bytes, got {data.nbytes}")
-        return b"".join((_ENCAPSULATION, _time_bytes(stamp_ns), self._prefix,
+        return b"".join((ENCAPSULATION, _time_bytes(stamp_ns), self._prefix,
                          data.cast("B") if data.nbytes else b""))
 
 
@@ -466,11 +466,11 @@ class CameraInfoEncoder:
     (binning 0 and an empty region of interest: the full, unbinned image)."""
 
     def __init__(self, frame_id: str, height: int, width: int, distortion_model: str, d, k, r, p):
-        w = (_Writer(_AFTER_STAMP).string(frame_id).u32(height).u32(width).string(distortion_model)
+        w = (CdrWriter(_AFTER_STAMP).string(frame_id).u32(height).u32(width).string(distortion_model)
              .doubles(d).doubles(k, fixed=True).doubles(r, fixed=True).doubles(p, fixed=True)
              .u32(0).u32(0)  # binning_x, binning_y
              .u32(0).u32(0).u32(0).u32(0).u8(0))  # roi: x_offset, y_offset, height, width, do_rectify
         self._prefix = w.bytes()
 
     def encode(self, stamp_ns: int) -> bytes:
-        return b"".join((_ENCAPSULATION, _time_bytes(stamp_ns), self._prefix))
+        return b"".join((ENCAPSULATION, _time_bytes(stamp_ns), self._prefix))
