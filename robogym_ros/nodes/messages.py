@@ -76,7 +76,7 @@ class TickMessages:
 
     def __init__(self, joint_names: list[str], target_columns: np.ndarray | None = None):
         self.joint_names = list(joint_names)
-        self._truth = JointStateEncoder(self.joint_names)
+        self._joint_state = JointStateEncoder(self.joint_names)
         self._poses = PoseArrayEncoder(WORLD_FRAME)
         # Where each joint's servo target (MjData.ctrl) sits in a tick's state vector, in joint
         # order (robogym_ros.nodes.arm_controllers.ctrl_columns); None: no targets message.
@@ -85,19 +85,15 @@ class TickMessages:
             raise ValueError(f"{len(self._target_columns)} target columns for {len(self.joint_names)} joints")
 
     def joint_states(self, tick: Tick) -> bytes:
-        """sensor_msgs/JointState, serialized (each call new bytes)."""
-        return self._truth.encode(tick.stamp_ns, tick.position, tick.velocity, tick.effort)
-
-    def truth(self, tick: Tick) -> bytes:
-        """sensor_msgs/JointState, serialized."""
-        return self._truth.encode(tick.stamp_ns, tick.position, tick.velocity, tick.effort)
+        """sensor_msgs/JointState, serialized (each call new bytes): joint_states and ground truth."""
+        return self._joint_state.encode(tick.stamp_ns, tick.position, tick.velocity, tick.effort)
 
     def targets(self, tick: Tick) -> bytes:
         """sensor_msgs/JointState of the servo targets in force during the tick (position only;
         contract.TRUTH_TARGETS says which targets exactly), serialized."""
         if self._target_columns is None:
             raise ValueError("TickMessages was built without target_columns: it has no targets message")
-        return self._truth.encode(tick.stamp_ns, tick.state[self._target_columns], (), ())
+        return self._joint_state.encode(tick.stamp_ns, tick.state[self._target_columns], (), ())
 
     def object_poses(self, tick: Tick) -> bytes:
         """geometry_msgs/PoseArray (frame ``world``, poses in the tick's object order), serialized."""

@@ -81,11 +81,13 @@ class TickPublisher:
 
     def publish(self, tick: Tick) -> None:
         m = self._messages
-        for pub, build in ((self.pub_joints, m.joint_states), (self.pub_truth, m.truth),
-                           (self.pub_targets, m.targets), (self.pub_objects, m.object_poses),
-                           (self.pub_clock, m.clock)):
+        # joint_states and ground truth carry the same record of the tick: encoded once (new
+        # bytes every tick); each publish hands DDS its own copy.
+        joints = m.joint_states(tick)
+        for pub, data in ((self.pub_joints, joints), (self.pub_truth, joints), (self.pub_targets, m.targets(tick)),
+                          (self.pub_objects, m.object_poses(tick)), (self.pub_clock, m.clock(tick))):
             try:
-                pub.publish(build(tick))
+                pub.publish(data)
             except RCLError:  # a full or closing transport: count it, keep the sim going
                 self.publish_errors += 1
         self.published += 1
