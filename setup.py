@@ -16,6 +16,9 @@ STANDALONE = [
 # The Gymnasium env (robogym_ros.envs). No torch: a learner is the user's choice. OpenCV: the
 # cameras' lens (cameras=[...], render_mode); test/test_env_extras.py keeps this list whole.
 ENV = ["gymnasium>=1.4", "gymnasium-robotics>=1.4", "opencv-python-headless"]
+# robogym_mcp (the MCP server for LLM agents; uvicorn and anyio come with mcp). robogym_viewer needs
+# nothing beyond standalone's (OpenCV encodes its JPEG frames; the standard library serves them).
+AGENTS = ["mcp>=2,<3"]
 
 setup(
     name=PACKAGE,
@@ -32,11 +35,16 @@ setup(
     extras_require={
         "standalone": STANDALONE,
         "env": ENV,
-        # the Ray fleet of batched envs (robogym_ros.envs.ray_fleet); tests skip without it
+        "agents": AGENTS,
+        # the Ray fleet of batched envs (robogym_ros.envs.vector.ray_fleet); tests skip without it
         "ray": ["ray", *ENV],
-        # LeRobot datasets (robogym_ros.export; needs torch; lerobot 0.6 needs Python >= 3.12); tests skip without it
-        "lerobot": ["lerobot[dataset]>=0.6,<0.7", "mujoco>=3.2", "numpy", "opencv-python-headless", "rosbags>=0.10",
-                    *ENV],
+        # LeRobot datasets (robogym_ros.export), lerobot-train and lerobot-eval (needs torch; lerobot 0.6 needs
+        # Python >= 3.12); tests skip without it. lerobot-eval's env plugin is a second distribution,
+        # plugins/lerobot_env_robogym (`./dev lerobot` installs both)
+        "lerobot": ["lerobot[dataset,training,evaluation]>=0.6,<0.7", "mujoco>=3.2", "numpy", "opencv-python-headless",
+                    "rosbags>=0.10", *ENV],
+        # stable-baselines3 (it needs torch) for the HER replay test with SB3's own buffer; never a dependency
+        "sb3": ["stable-baselines3", *ENV],
         # pin: the URDF's forward kinematics by an independent parser (urdfdom) in test_urdf.py
         "test": ["pytest<9", "mcap", "mcap-ros2-support", "pin", "ruff", *ENV],
     },
@@ -52,6 +60,8 @@ setup(
             "robogym_recorder = robogym_ros.nodes.entry:recorder",
             "robogym_motion = robogym_ros.nodes.entry:motion",
             "robogym_expert = robogym_ros.nodes.entry:expert",
+            "robogym_mcp = robogym_ros.nodes.entry:mcp",
+            "robogym_viewer = robogym_ros.nodes.entry:viewer",
             "robogym_demo = robogym_ros.tools.demo:main",
         ],
     },

@@ -17,6 +17,8 @@ expected = [
     "lib/robogym_ros/robogym_recorder",
     "lib/robogym_ros/robogym_motion",
     "lib/robogym_ros/robogym_expert",
+    "lib/robogym_ros/robogym_mcp",  # MCP server for LLM agents (the agents extra: mcp)
+    "lib/robogym_ros/robogym_viewer",
     "share/ament_index/resource_index/packages/robogym_ros",
     "share/robogym_ros/package.xml",
     "share/robogym_ros/launch/sim.launch.py",

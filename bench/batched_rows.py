@@ -84,7 +84,7 @@ def rollout_alone(n: int, k: int, action_repeat: int) -> tuple[float, float]:
 def ray_fleet(n: int, actors: int, k: int, action_repeat: int) -> float:
     import ray
 
-    from robogym_ros.envs.ray_fleet import RayFleetVectorEnv
+    from robogym_ros.envs.vector.ray_fleet import RayFleetVectorEnv
     ray.init(num_cpus=threads(), include_dashboard=False, log_to_driver=False)
     try:
         vec = RayFleetVectorEnv(actors, k // actors, action_repeat=action_repeat, max_episode_steps=n + 1)

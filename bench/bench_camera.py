@@ -241,7 +241,7 @@ def _bench_pipeline(args, mujoco, w, h, node, batches: int = 5, batch: int = 24)
 
     from robogym_ros.camera.lens import Lens
     from robogym_ros.camera.lookup import camera_names
-    from robogym_ros.nodes.camera_publisher import CameraPublisher
+    from robogym_ros.nodes.sim_node.cameras import CameraPublisher
     from robogym_ros.sim.tick import Tick
 
     model = _load(mujoco, args.model)

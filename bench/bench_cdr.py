@@ -5,7 +5,7 @@
 The same bytes (as DDS delivers them: CDR, zero padding) through:
   rclpy        rclpy.serialization.deserialize_message -> JointState (the typed subscription's work)
   rosbags      rosbags' typestore.deserialize_cdr -> its JointState dataclass
-  cdr full     robogym_ros.recorder.cdr.decode_joint_state -> names, stamp, three float64 arrays
+  cdr full     robogym_ros.wire.cdr.decode_joint_state -> names, stamp, three float64 arrays
   cdr into     JointStateDecoder.decode_into: stamp + a (3, n) row of a preallocated ring
 and, as the recorder's store would do it after rclpy, rclpy + copying position/velocity/effort
 into the same row. Medians of interleaved batches (so load hits all alike), in us per message.
@@ -21,7 +21,7 @@ from rclpy.serialization import deserialize_message
 from rosbags.typesys import Stores, get_typestore
 from sensor_msgs.msg import JointState
 
-from robogym_ros.recorder.cdr import JointStateDecoder, decode_joint_state
+from robogym_ros.wire.decode import JointStateDecoder, decode_joint_state
 
 TYPE = "sensor_msgs/msg/JointState"
 

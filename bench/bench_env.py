@@ -99,7 +99,7 @@ def local_vector(n: int, k: int, action_repeat: int) -> float:
 def ros_lockstep_vs_local(n: int, action_repeat: int, repeats: int) -> tuple[float, float]:
     """(ros lockstep, local single) env steps/s, medians of ``repeats`` runs of ``n`` steps each,
     measured alternately so that load which comes and goes weighs on both alike."""
-    from robogym_ros.envs.fleet import SimFleet
+    from robogym_ros.envs.vector.sim_fleet import SimFleet
     lockstep, local = [], []
     with SimFleet(1, prefix=f"bench_env_{os.getpid()}_", seed=0, start_paused=True, camera_period_s=0.0) as fleet:
         try:

@@ -57,9 +57,10 @@ from std_msgs.msg import String  # noqa: E402
 
 from robogym_ros import contract  # noqa: E402
 from robogym_ros.contract import JointSpec, Spec, TopicSpec  # noqa: E402
-from robogym_ros.nodes import qos, recorder_cli  # noqa: E402
+from robogym_ros.nodes import recorder_cli  # noqa: E402
 from robogym_ros.nodes import recorder_node as rn  # noqa: E402
-from robogym_ros.nodes.spin import events_executor  # noqa: E402
+from robogym_ros.nodes.node_runner import events_executor  # noqa: E402
+from robogym_ros.ros import qos  # noqa: E402
 
 N_JOINTS = 12
 NAMES = [f"joint_{i}" for i in range(N_JOINTS)]
@@ -348,8 +349,8 @@ def bag_throughput(tmp: Path, repeats: int) -> list[dict]:
     from rosbags.rosbag2 import StoragePlugin, Writer
     from rosbags.typesys import get_typestore
 
-    from robogym_ros.recorder.bagformat import IMAGE, JOINT_STATE, TYPESTORE, _qos
-    from robogym_ros.recorder.bagwriter import BagWriter
+    from robogym_ros.recorder.bag.format import IMAGE, JOINT_STATE, TYPESTORE, recorded_qos
+    from robogym_ros.recorder.bag.writer import BagWriter
 
     typestore = get_typestore(TYPESTORE)
     dt_ns = 10_000_000
@@ -375,7 +376,7 @@ def bag_throughput(tmp: Path, repeats: int) -> list[dict]:
     def with_rosbags(topic, msgtype, data, path):
         writer = Writer(path, version=Writer.VERSION_LATEST, storage_plugin=StoragePlugin.MCAP)
         writer.open()
-        conn = writer.add_connection(topic, msgtype, typestore=typestore, offered_qos_profiles=[_qos(False)])
+        conn = writer.add_connection(topic, msgtype, typestore=typestore, offered_qos_profiles=[recorded_qos(False)])
         for i, cdr in enumerate(data):
             writer.write(conn, i, cdr)
         writer.close()

@@ -26,9 +26,9 @@ from rclpy.executors import SingleThreadedExecutor  # noqa: E402
 from sensor_msgs.msg import JointState  # noqa: E402
 
 from robogym_ros import contract
-from robogym_ros.nodes import qos  # noqa: E402
-from robogym_ros.nodes.sim_node import SimNode  # noqa: E402
-from robogym_ros.sim.loop import HIST_BIN_S, HIST_BINS, lateness_percentile_s  # noqa: E402
+from robogym_ros.nodes.sim_node.node import SimNode  # noqa: E402
+from robogym_ros.ros import qos  # noqa: E402
+from robogym_ros.sim.lateness import HIST_BIN_S, HIST_BINS, lateness_percentile_s  # noqa: E402
 from robogym_ros.sim.physics import Physics, default_model_path  # noqa: E402
 
 PHYSICS_DT_S = 0.002
@@ -37,7 +37,7 @@ DECIMATION = 5
 SUBSCRIBER = textwrap.dedent("""
     import sys, time, rclpy
     from sensor_msgs.msg import JointState
-    from robogym_ros.nodes import qos
+    from robogym_ros.ros import qos
     rclpy.init()
     node = rclpy.create_node("bench_subscriber")
     count = [0]

@@ -1,6 +1,7 @@
 """How fast the whole pipeline runs at real_time_factor 0, against the physics-only limit.
 
     python bench/bench_throughput.py [--ticks 6000] [--camera-ticks 2000] [--only sim,rec,record,full]
+                                     [--cameras off,on]
 
 One run, real processes (each with DDS on this host and a domain of its own):
   physics only       raw mj_step x decimation in this process, on the sim's scene after its seeded reset: the limit
@@ -13,8 +14,10 @@ One run, real processes (each with DDS on this host and a domain of its own):
 each with cameras off and on (the defaults: 3 cameras, 320x240, every camera_period_s).
 
 Ticks/s and CPU per tick come from the sim's /diagnostics (ticks_published, sampled every
-0.5 s) and /proc of each process, over the part of the run where the sim runs and the
-recorder takes ticks (start-up and the verdict left out). Frames and losses come from the
+0.1 s) and /proc of each process, over the part of the run where the sim runs and the
+recorder takes ticks (start-up and the verdict left out). A recorder's run lasts as long as
+its --ticks take: on a quiet machine, at 0.5 s a sample, 6000 ticks gave two samples and no
+figure ("nan"); a run with fewer than three samples is measured from the resume instead. Frames and losses come from the
 recorder's verdict JSON when it has them (its tick_grid and images checks), so the bench
 works with whatever recorder is installed; "?" where a figure is missing. Asserts nothing.
 """
@@ -44,13 +47,14 @@ from std_msgs.msg import String  # noqa: E402
 from std_srvs.srv import Trigger  # noqa: E402
 
 from robogym_ros import contract  # noqa: E402
-from robogym_ros.nodes import qos  # noqa: E402
 from robogym_ros.params import DEFAULT_CAMERAS, default  # noqa: E402
+from robogym_ros.ros import qos  # noqa: E402
 from robogym_ros.sim.physics import Physics, default_model_path  # noqa: E402
 
 PY = sys.executable
 CLK_TCK = os.sysconf("SC_CLK_TCK")
-DIAG_PERIOD_S = 0.5
+DIAG_PERIOD_S = 0.1  # diagnostics cost the sim ~nothing at this rate
+MIN_SAMPLES = 3  # running samples a window needs, start-up left out
 
 
 # --- processes -----------------------------------------------------------------------------
@@ -234,7 +238,11 @@ def run_config(name: str, cameras: bool, ticks: int, workdir: Path, *, recorder:
                     samples.append(Sample(t, int(values["ticks_published"]), {k: cpu_s(p) for k, p in pids.items()}))
             seen = len(watcher.diag)
 
+        paused = [values for _, values in watcher.diag if values.get("paused") == "True"]
         watcher.call("resume")
+        # Where the run starts: the paused sim's count, at the resume (the fallback window's start).
+        resumed = Sample(time.monotonic(), int(paused[-1]["ticks_published"]) if paused else 0,
+                         {k: cpu_s(p) for k, p in pids.items()})
         if recorder:
             def done():
                 sample_new()
@@ -245,16 +253,13 @@ def run_config(name: str, cameras: bool, ticks: int, workdir: Path, *, recorder:
                                         >= ticks)[1], 600, f"{ticks} ticks")
         watcher.call("pause")
         last_diag = watcher.diag[-1][1] if watcher.diag else {}
-        # The window: from the second sample on (the first may hold the start-up), to the last
-        # one taken while every process was still alive.
-        window = [s for s in samples[1:] if all(v is not None for v in s.cpu.values())]
-        if len(window) >= 2:
-            a, b = window[0], window[-1]
+        window, note = measurement_window(resumed, samples)
+        if window is not None:
+            a, b = window
             n = b.ticks - a.ticks
             result.ticks_per_s = n / (b.t - a.t)
             result.cpu_us_per_tick = {k: (b.cpu[k] - a.cpu[k]) / n * 1e6 for k in pids if n}
-        else:
-            result.note = "too few diagnostics samples"
+        result.note = note
         if cameras and not recorder:
             rendered = last_diag.get("camera_frames_rendered", "?")
             skipped = last_diag.get("camera_frames_skipped", "?")
@@ -269,6 +274,18 @@ def run_config(name: str, cameras: bool, ticks: int, workdir: Path, *, recorder:
                 stop(procs[key], 15.0)
         watcher.close()
     return result
+
+
+def measurement_window(resumed: Sample, samples: list[Sample]) -> tuple[tuple[Sample, Sample] | None, str]:
+    """The two samples a figure is taken between, and a note: from the second running sample
+    (the first may hold the start-up) to the last one taken while every process was alive; with
+    fewer than MIN_SAMPLES of those, from the resume (start-up included, said in the note)."""
+    alive = [s for s in samples if all(v is not None for v in s.cpu.values())]
+    if len(alive) >= MIN_SAMPLES:
+        return (alive[1], alive[-1]), ""
+    if alive and alive[-1].ticks > resumed.ticks and all(v is not None for v in resumed.cpu.values()):
+        return (resumed, alive[-1]), f"{len(alive)} samples: measured from the resume, start-up included"
+    return None, "no diagnostics sample while the sim ran"
 
 
 def _find(checks: list, name: str) -> dict:
@@ -307,6 +324,8 @@ def main() -> None:
     ap.add_argument("--camera-ticks", type=int, default=2000, help="ticks per run with cameras on")
     ap.add_argument("--only", default="sim,rec,record,full",
                     help="which rows: sim, rec, record, full (comma-separated)")
+    ap.add_argument("--cameras", default="off,on", help="which camera settings: off, on (comma-separated)")
+    ap.add_argument("--limit-s", type=float, default=3.0, help="seconds to measure the physics-only limit for")
     ap.add_argument("--keep", metavar="DIR", help="keep logs, verdicts and bags here")
     args = ap.parse_args()
     physics_dt_s, decimation = default("physics_dt_s"), default("decimation")
@@ -317,14 +336,15 @@ def main() -> None:
     print(f"bench_throughput: {os.cpu_count()} cores, load avg {os.getloadavg()[0]:.2f} at start, "
           f"ROS_DOMAIN_ID {os.environ['ROS_DOMAIN_ID']}; physics dt {physics_dt_s * 1e3:g} ms x decimation "
           f"{decimation}; cameras {', '.join(DEFAULT_CAMERAS)} {width}x{height} every {period_s:g} s")
-    limits = [physics_only_ticks_per_s(physics_dt_s, decimation)]
-    fps = bare_render_frames_per_s(width, height)
+    limits = [physics_only_ticks_per_s(physics_dt_s, decimation, args.limit_s)]
+    with_cameras = "on" in args.cameras.split(",")
+    fps = bare_render_frames_per_s(width, height) if with_cameras else float("nan")
     render_limit = fps * period_s / control_dt_s
     rclpy.init()
     rows = []
     wanted = set(args.only.split(","))
     try:
-        for cameras in (False, True):
+        for cameras in [c == "on" for c in ("off", "on") if c in args.cameras.split(",")]:
             ticks = args.camera_ticks if cameras else args.ticks
             if "sim" in wanted:
                 rows.append(run_config("sim", cameras, ticks, workdir, recorder=False, motion=False, record=False))
@@ -343,13 +363,14 @@ def main() -> None:
             shutil.rmtree(workdir, ignore_errors=True)
 
     # Measured before and after the runs; the higher is the limit (the machine's pace drifts).
-    limits.append(physics_only_ticks_per_s(physics_dt_s, decimation))
+    limits.append(physics_only_ticks_per_s(physics_dt_s, decimation, args.limit_s))
     limit = max(limits)
     print(f"\nphysics only (mj_step x {decimation}): {limit:,.0f} ticks/s = 100 % "
           f"(the higher of {limits[0]:,.0f} before and {limits[1]:,.0f} after the runs)")
-    print(f"rendering only ({len(DEFAULT_CAMERAS)} cameras, bare mujoco.Renderer {width}x{height}): {fps:.1f} "
-          f"frames/s -> {render_limit:,.0f} ticks/s at one frame per {period_s:g} s "
-          f"({100 * render_limit / limit:.0f} % of physics only)")
+    if with_cameras:
+        print(f"rendering only ({len(DEFAULT_CAMERAS)} cameras, bare mujoco.Renderer {width}x{height}): {fps:.1f} "
+              f"frames/s -> {render_limit:,.0f} ticks/s at one frame per {period_s:g} s "
+              f"({100 * render_limit / limit:.0f} % of physics only)")
     head = (f"{'':30s} {'cams':>4s} {'ticks/s':>8s} {'% phys':>7s} {'% lim':>6s} {'frames exp':>11s} "
             f"{'frames recv':>12s} {'lost':>24s} {'verdict':>8s}  CPU us per tick (process)")
     print(head)

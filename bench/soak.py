@@ -270,7 +270,7 @@ def relay(fault: str, src: str, dst: str) -> int:
 
     from robogym_ros import contract
     from robogym_ros.contract import Spec
-    from robogym_ros.nodes.qos import SPEC_QOS, STATE_QOS, STREAM_QOS
+    from robogym_ros.ros.qos import SPEC_QOS, STATE_QOS, STREAM_QOS
 
     rclpy.init()
     node = rclpy.create_node("soak_relay")
@@ -452,8 +452,8 @@ def main(argv=None) -> int:
         runs += spread(matrix, 12 if args.quick and args.runs is None else (args.runs or len(matrix)))
     if not args.clean_only:
         runs += [Run(k, seed=s, seconds=args.seconds) for s in range(args.fault_repeats) for k in FAULTS]
-    broken = subprocess.run([sys.executable, "-c", "import robogym_ros.nodes.sim_node, robogym_ros.nodes.motion_node, "
-                             "robogym_ros.nodes.recorder_cli"], capture_output=True, text=True, env=_env())
+    imports = "import robogym_ros.nodes.sim_node.node, robogym_ros.nodes.motion_node, robogym_ros.nodes.recorder_cli"
+    broken = subprocess.run([sys.executable, "-c", imports], capture_output=True, text=True, env=_env())
     if broken.returncode:
         print(f"soak: the nodes do not import; nothing run:\n{broken.stderr[-2000:]}", file=sys.stderr)
         return 2

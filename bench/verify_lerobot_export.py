@@ -5,11 +5,14 @@
 Loads the dataset with LeRobot's own ``LeRobotDataset`` (PyAV) and, for every frame, compares
 ``observation.state`` with the bag's ``ground_truth/joint_states`` at the frame's ``sim_stamp_ns``
 and ``action`` with the bag's ``ground_truth/joint_targets`` of the next tick, at float32 (LeRobot's
-dtype), columns matched by joint name. Each episode's frames are compared with the camera schedule:
-the frames due on the camera period's grid from the episode's first tick (the sim's first tick, a
-reset tick, or where a bag that joined a running sim has all its streams) up to, not including, its
-last (the tick before the next reset, or the bag's last tick with targets): the last has no next
-tick, so no action. Exit 0: every figure matches; 1: a mismatch (printed); 2: usage.
+dtype), columns matched by joint name, and ``observation.environment_state`` (where the dataset has
+it) with the bag's ``ground_truth/object_poses`` at the frame's stamp. Each episode's frames are
+compared with the camera schedule: the frames due on the camera period's grid from the episode's
+first tick (the sim's first tick, a reset tick, or where a bag that joined a running sim has all
+its streams) up to, not including, its last tick (the tick before the next reset: its next tick
+is another episode's, so it has no action); the last episode's up to the last frame every stream
+covers (robogym_ros.export.bag.recording_span: the recorder's streams end at different ticks).
+Exit 0: every figure matches; 1: a mismatch (printed); 2: usage.
 """
 from __future__ import annotations
 
@@ -20,8 +23,8 @@ import numpy as np
 
 from robogym_ros.checks import frame_due_stamps
 from robogym_ros.contract import FIRST_TICK_INDEX, RunState
-from robogym_ros.export.bag import RESET_REASONS
-from robogym_ros.recorder.bagstreams import read_targets
+from robogym_ros.export.bag import RESET_REASONS, recording_span
+from robogym_ros.recorder.bag.streams import read_targets
 from robogym_ros.recorder.offline import read_recording
 from robogym_ros.recorder.schedules import camera_period_ns
 
@@ -60,12 +63,11 @@ def main(argv=None) -> int:
     first_tick = FIRST_TICK_INDEX * dt
     # an episode starts on the sim's first tick or a reset tick; a bag that joined a running sim (a partial
     # first episode, exported with --keep-partial) on the first tick every stream it needs has reached
-    # (the recorder's subscriptions match one by one)
-    firsts = [data.joint_states.stamp_ns[0], min(truth), min(next_targets) - dt]
-    firsts += [min(m.stamp_ns for m in data.images if m.camera == c) for c in cams]
-    bag_start = int(max(firsts))
+    # (the recorder's subscriptions match one by one); the last frame is the last every stream covers
+    images = [np.array([m.stamp_ns for m in data.images if m.camera == c], np.int64) for c in cams]
+    bag_start, bag_last = recording_span(dt, data.joint_states.stamp_ns, targets.stamp_ns, images,
+                                         data.ground_truth.stamp_ns)
     starts = sorted({bag_start, *(r for r in resets if r >= bag_start)})
-    last_tick = min(max(truth), max(next_targets))
     skips = len(data.camera_skips or ())
     print(f"bag: {len(truth)} ground-truth ticks, {len(resets)} resets, {len(starts)} episode starts in the bag, "
           f"camera period {period / 1e6:g} ms ({ds.fps} fps), {skips} camera-skip messages")
@@ -86,6 +88,18 @@ def main(argv=None) -> int:
               f"{action_err:.3g} rad (float32, {len(stamps)} frames)")
         if state_err or action_err:
             problems.append(f"state error {state_err:.3g}, action error {action_err:.3g}")
+    if "observation.environment_state" in rows:
+        poses = data.object_poses
+        by_pose = by_stamp(poses.stamp_ns, poses.poses[:, :2].reshape(len(poses), -1)) if poses is not None else {}
+        lacking = [int(s) for s in stamps if int(s) not in by_pose]
+        if lacking:
+            problems.append(f"{len(lacking)} frames without their tick's object poses: {lacking[:5]}")
+        else:
+            want = np.array([by_pose[int(s)] for s in stamps], np.float32)
+            env_err = float(np.abs(rows["observation.environment_state"].astype(np.float64) - want).max())
+            print(f"max |environment_state - ground-truth object poses| = {env_err:.3g} (float32, block then tray)")
+            if env_err:
+                problems.append(f"environment_state error {env_err:.3g}")
 
     print("episode  first tick [s]  last tick [s]  frames (exported / predicted)")
     for e in range(ds.num_episodes):
@@ -96,9 +110,10 @@ def main(argv=None) -> int:
             problems.append(f"episode {e}: its first frame {got[0]} ns is before the bag's first tick")
             continue
         later = [s for s in starts if s > lo]
-        hi = later[0] - dt if later else last_tick
+        hi = later[0] - dt if later else bag_last  # the episode's last tick, or the recording's last frame
         due = frame_due_stamps(lo, hi, period, dt, first_tick_ns=first_tick)
-        due = due[(due < hi) & (due % period == 0)]  # the sim's first frame is off the grid; the last has no action
+        due = due[(due % period == 0) & ((due < hi) if later else (due <= hi))]  # the sim's first frame is off
+        # the grid; an episode's last tick has no action (its next tick is the next episode's)
         print(f"{e:7d}  {lo / 1e9:14.2f}  {hi / 1e9:13.2f}  {len(got)} / {len(due)}")
         if not np.array_equal(got, due):
             lost = sorted(set(due.tolist()) - set(got.tolist()))

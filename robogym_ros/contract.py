@@ -91,10 +91,10 @@ def header_stamp_ns(msg: Any) -> int:
     return join_stamp(stamp.sec, stamp.nanosec)
 
 
-# --- QoS, described without rclpy (nodes/qos.py turns these into QoSProfiles) ---------------
+# --- QoS, described without rclpy (ros/qos.py turns these into QoSProfiles) ---------------
 @dataclass(frozen=True)
 class QosSpec:
-    """A QoS profile described without rclpy (nodes/qos.py makes the QoSProfile)."""
+    """A QoS profile described without rclpy (ros/qos.py makes the QoSProfile)."""
 
     depth: int
     reliability: str = "reliable"

@@ -38,10 +38,10 @@ def _keep(out: Comparison, *parts) -> None:
 
 
 def compare_with_singles(vec, seeds, n_steps: int, *, single_kwargs: dict, vec_seeds=None,
-                         action_seed: int = 0, before_step=None, max_mismatches: int = 20) -> Comparison:
+                         action_seed: int = 0, before_step=None, actions=None, max_mismatches: int = 20) -> Comparison:
     """Step ``vec`` (reset with ``vec_seeds``, default ``seeds``) and single envs reset with
-    ``seeds`` ``n_steps`` times with the same random actions; ``before_step(t, vec, singles)``
-    may change both sides (fault injection)."""
+    ``seeds`` ``n_steps`` times with the same actions (random, or ``actions(t, singles)``);
+    ``before_step(t, vec, singles)`` may change both sides (fault injection, a block put in the tray)."""
     out = Comparison(autoresets=np.zeros(len(seeds), dtype=int))
     singles = [gym.make(ENV_ID, **single_kwargs) for _ in seeds]
     try:
@@ -53,10 +53,11 @@ def compare_with_singles(vec, seeds, n_steps: int, *, single_kwargs: dict, vec_s
         done = np.zeros(len(seeds), dtype=bool)
         rng = np.random.default_rng(action_seed)
         for t in range(n_steps):
-            actions = rng.uniform(-1, 1, (len(seeds), 12)).astype(np.float32)
+            step_actions = (rng.uniform(-1, 1, (len(seeds), 12)).astype(np.float32) if actions is None
+                            else actions(t, singles))
             if before_step is not None:
                 before_step(t, vec, singles)
-            obs, reward, terminated, truncated, infos = vec.step(actions)
+            obs, reward, terminated, truncated, infos = vec.step(step_actions)
             _keep(out, obs, infos, reward, terminated, truncated)
             for i, env in enumerate(singles):
                 if done[i]:
@@ -64,7 +65,7 @@ def compare_with_singles(vec, seeds, n_steps: int, *, single_kwargs: dict, vec_s
                     r, te, tr = 0.0, False, False
                     out.autoresets[i] += 1
                 else:
-                    o, r, te, tr, info = env.step(actions[i])
+                    o, r, te, tr, info = env.step(step_actions[i])
                 done[i] = te or tr
                 out.terminations += int(te)
                 out.truncations += int(tr)
@@ -97,7 +98,8 @@ def _compare(out: Comparison, where: str, i: int, obs, infos, single_obs, single
     for key, want in single_info.items():
         if key not in infos or not infos[f"_{key}"][i]:
             out.mismatches.append(f"{where} sub-env {i}: info[{key!r}] missing")
-        elif _bits(infos[key][i]) != _bits(np.array(want, dtype=infos[key].dtype)) or infos[key][i] != want:
+        elif _bits(infos[key][i]) != _bits(np.array(want, dtype=infos[key].dtype)) \
+                or not np.array_equal(infos[key][i], np.array(want)):
             out.mismatches.append(f"{where} sub-env {i}: info[{key!r}] {infos[key][i]!r} != {want!r}")
 
 
@@ -106,3 +108,34 @@ def shared_pairs(arrays: list[np.ndarray]) -> list[tuple[int, int]]:
     arrays = [a for a in arrays if isinstance(a, np.ndarray)]
     return [(i, j) for i in range(len(arrays)) for j in range(i + 1, len(arrays))
             if np.shares_memory(arrays[i], arrays[j])]
+
+
+def hold_the_reset_pose(t, singles) -> np.ndarray:
+    """Actions that hold every arm folded where the reset put it (the arms stay clear of the tray)."""
+    from robogym_ros.sim import scene
+    rows = []
+    for env in singles:
+        u = env.unwrapped
+        folded = scene.folded_pose()
+        rows.append(u._actions.action_of(np.array([folded[n] for n in u.joint_names])))
+    return np.array(rows, dtype=np.float32)
+
+
+def put_block_in_tray(data, model) -> bool:
+    """Lay the block at rest on the tray's floor at its centre (as if dropped there and settled),
+    unless it lies in or on the tray already; True if it was moved."""
+    import mujoco
+
+    from robogym_ros.sim.placement import GOAL_ABOVE_TRAY_M
+    block = model.jnt_qposadr[model.joint("block_free").id]
+    tray = model.jnt_qposadr[model.joint("tray_free").id]
+    if np.linalg.norm(data.qpos[block:block + 2] - data.qpos[tray:tray + 2]) < 0.05:
+        return False
+    lie = np.array([np.cos(np.pi / 4), np.sin(np.pi / 4), 0.0, 0.0])  # long axis horizontal
+    quat = np.zeros(4)
+    mujoco.mju_mulQuat(quat, data.qpos[tray + 3:tray + 7], lie)
+    data.qpos[block:block + 3] = data.qpos[tray:tray + 3] + [0.0, 0.0, GOAL_ABOVE_TRAY_M]
+    data.qpos[block + 3:block + 7] = quat
+    data.qvel[model.jnt_dofadr[model.joint("block_free").id]:][:6] = 0.0
+    mujoco.mj_forward(model, data)
+    return True

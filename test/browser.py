@@ -108,8 +108,18 @@ class Browser:
             raise RuntimeError(f"{expression}: {result['exceptionDetails']}")
         return result["result"].get("value")
 
+    def fit_page(self) -> None:
+        """Make the viewport as tall as the page: nothing scrolls, so element positions measured in
+        the page are the pixels of a screenshot (a scrollbar would narrow the layout and move them)."""
+        width = self.evaluate("innerWidth")
+        height = self.evaluate("document.documentElement.scrollHeight")
+        self.call("Emulation.setDeviceMetricsOverride", session=True, width=width, height=height,
+                  deviceScaleFactor=1, mobile=False)
+
     def screenshot(self, png: Path) -> Path:
-        data = self.call("Page.captureScreenshot", session=True, format="png", captureBeyondViewport=True)["data"]
+        """The whole page, its pixels where fit_page's layout puts the elements."""
+        self.fit_page()
+        data = self.call("Page.captureScreenshot", session=True, format="png", captureBeyondViewport=False)["data"]
         Path(png).write_bytes(base64.b64decode(data))
         return Path(png)
 

@@ -13,7 +13,56 @@ os.environ.setdefault("MUJOCO_GL", "egl")
 os.environ.setdefault("PYTHONUNBUFFERED", "1")
 
 
+import re  # noqa: E402
+
 import pytest  # noqa: E402  (after the environment above)
+
+# What a ROS install has and no registry does (../shared/ros-toolchain builds it): a test that
+# skips for the want of one of these is marked ``toolchain``, so that ``./dev test-ros`` (and CI)
+# runs it there. A skip reason that says one is missing is matched here.
+TOOLCHAIN_MISSING = re.compile(
+    r"(simulation_interfaces|control_msgs|launch_ros|tf2_msgs|ros2cli) is not installed"
+    r"|No module named '(simulation_interfaces|control_msgs|launch_ros|launch|tf2_msgs|ros2cli)\b"
+    r"|no ROS environment")
+TOOLCHAIN_SUITE = os.environ.get("ROBOGYM_TEST_SUITE") == "toolchain"  # set by ./dev test-ros
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "toolchain: needs the ROS 2 tools no registry has (launch_ros, the ros2 CLI, "
+                            "control_msgs, simulation_interfaces, tf2_msgs): ./dev test-ros runs these")
+    config.addinivalue_line("markers", "long: a long run of real processes (about 8 s or more here); ./dev test "
+                            "leaves these to ./dev test-long, CI runs both, plain pytest runs everything")
+
+
+def pytest_ignore_collect(collection_path, config):
+    """The toolchain suite (``-m toolchain``) collects only the files that hold toolchain tests:
+    importing the others would skip whole modules for extras that suite never needs (mcp, Ray,
+    LeRobot: the main suite runs those), and its table would list those skips as its own."""
+    if not TOOLCHAIN_SUITE or collection_path.suffix != ".py" or not collection_path.name.startswith("test_"):
+        return None
+    return True if "pytest.mark.toolchain" not in collection_path.read_text() else None
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    """A test that skips because the toolchain is missing must be one that ./dev test-ros runs
+    (marked ``toolchain``); there, such a skip means the toolchain is broken: both fail."""
+    outcome = yield
+    report = outcome.get_result()
+    if not report.skipped or not isinstance(report.longrepr, tuple):
+        return
+    reason = str(report.longrepr[2])
+    if not TOOLCHAIN_MISSING.search(reason):
+        return
+    marked = item.get_closest_marker("toolchain") is not None
+    if not marked:
+        report.outcome, report.longrepr = "failed", (
+            f"skipped for the want of the ROS toolchain ({reason}) but not marked toolchain: "
+            "./dev test-ros would never run it; add @pytest.mark.toolchain")
+    elif TOOLCHAIN_SUITE:
+        report.outcome, report.longrepr = "failed", (
+            f"the toolchain suite runs without the toolchain: {reason} "
+            "(source ../shared/ros-toolchain's activate-ros.sh)")
 
 
 @pytest.fixture(scope="session")
@@ -45,7 +94,7 @@ def make_sim(ros, tmp_path):
 def long_ticks():
     """900 real ticks (9 s of sim time) of the scripted motion, decimation 5."""
     from robogym_ros.sim.physics import Physics, default_model_path
-    from robogym_ros.sim.trajectory import targets_at
+    from robogym_ros.sim.scripted_motion import targets_at
     physics = Physics(default_model_path(), 0.002, 5, seed=0)
     ticks = []
     for k in range(900):

@@ -39,7 +39,7 @@ def targets_observer():
     from sensor_msgs.msg import JointState
     from simharness import Observer
 
-    from robogym_ros.nodes import qos
+    from robogym_ros.ros import qos
 
     class TargetsObserver(Observer):
         def __init__(self, namespace: str):

@@ -5,7 +5,6 @@ from __future__ import annotations
 import itertools
 import json
 import os
-import signal
 import subprocess
 import sys
 import tempfile
@@ -23,7 +22,8 @@ from std_msgs.msg import String
 from std_srvs.srv import Trigger
 
 from robogym_ros import contract
-from robogym_ros.nodes import qos
+from robogym_ros.processes import stop_processes
+from robogym_ros.ros import qos
 
 MODELS = Path(__file__).parent / "models"
 _counter = itertools.count()
@@ -44,8 +44,14 @@ def wait_for(predicate, timeout_s: float = 10.0, what: str = "condition") -> Non
     raise TimeoutError(f"timed out after {timeout_s} s waiting for {what}")
 
 
+def stop_process(proc: subprocess.Popen, timeout_s: float = 15.0) -> int:
+    """SIGINT (a node's clean stop), SIGKILL if it has not ended within ``timeout_s``; the exit code.
+    Never leaves a process behind to talk to the next test."""
+    return stop_processes([proc], timeout_s)[0]
+
+
 class SimProcessUnderTest:
-    """``python -m robogym_ros.sim_node`` with parameters, under a unique namespace."""
+    """``python -m robogym_ros.nodes.sim_node`` with parameters, under a unique namespace."""
 
     def __init__(self, namespace: str, log_dir=None, **params):
         args = [sys.executable, "-m", "robogym_ros.nodes.sim_node", "--ros-args", "-r", f"__ns:=/{namespace}"]
@@ -63,15 +69,9 @@ class SimProcessUnderTest:
         return Path(self.log.name).read_text()
 
     def stop(self) -> int:
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGINT)
-            try:
-                self.proc.wait(15)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
+        code = stop_process(self.proc)
         self.log.close()
-        return self.proc.returncode
+        return code
 
 
 class Observer:

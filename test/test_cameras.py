@@ -22,15 +22,13 @@ from sensor_msgs.msg import CameraInfo, Image  # noqa: E402
 from simharness import Observer, SimProcessUnderTest, new_namespace, start_sim  # noqa: E402
 
 from robogym_ros.camera.renderer import camera_pose_optical, is_software_gl  # noqa: E402
-from robogym_ros.nodes import (
-    messages,  # noqa: E402
-    qos,  # noqa: E402
-)
-from robogym_ros.nodes.sim_node import SimNode  # noqa: E402
+from robogym_ros.nodes.sim_node.node import SimNode  # noqa: E402
 from robogym_ros.params import DEFAULT_CAMERAS  # noqa: E402
+from robogym_ros.ros import qos
+from robogym_ros.ros import stamps as ros_stamps  # noqa: E402
 from robogym_ros.sim.physics import default_model_path  # noqa: E402
 
-stamp_ns = messages.stamp_ns
+stamp_ns = ros_stamps.stamp_ns
 
 
 class CameraObserver(Observer):
@@ -300,6 +298,7 @@ def render_offline(joint_msg, poses_msg, cameras, spec_entry):
         renderer.close()
 
 
+@pytest.mark.long
 def test_wrist_image_follows_its_arm_and_is_the_state_of_its_stamp(make_cam_sim):
     _, obs = make_cam_sim(cameras=("left_wrist", "right_wrist"), start_paused=True)
     dt = obs.spec["control_dt_ns"]
@@ -575,11 +574,11 @@ def test_a_too_fast_camera_skips_frames_and_leaves_physics_alone(make_cam_sim):
 
 def local_gl_renderer() -> str:
     """GL_RENDERER here, which is what the node on this machine gets too."""
-    from robogym_ros.camera.renderer import GLContext, _gl_renderer_string
+    from robogym_ros.camera.renderer import GLContext, gl_renderer_string
     ctx = GLContext(16, 16)
     try:
         ctx.make_current()
-        return _gl_renderer_string()
+        return gl_renderer_string()
     finally:
         ctx.free()
 

@@ -1,4 +1,4 @@
-"""The recorder's CDR decoder (robogym_ros.recorder.cdr) against rclpy's deserialisation.
+"""The recorder's CDR decoder (robogym_ros.wire.cdr) against rclpy's deserialisation.
 
 Messages are serialized by two independent serializers: rclpy (the C typesupport, which
 leaves stray bytes in padding and after the message) and rosbags (zero padding, exact
@@ -22,8 +22,9 @@ from rosbags.typesys import Stores, get_typestore
 from sensor_msgs.msg import Image, JointState
 
 from robogym_ros.contract import POSE_LAYOUT
-from robogym_ros.recorder import cdr
-from robogym_ros.recorder.cdr import CdrError, JointStateDecoder, decode_joint_state
+from robogym_ros.wire import cdr, decode, encode
+from robogym_ros.wire.cdr import CdrError
+from robogym_ros.wire.decode import JointStateDecoder, decode_joint_state
 
 TYPESTORE = get_typestore(Stores.ROS2_KILTED)
 ODD_NAMES = ["a", "épaule_ü", "關節_3", "grip🤖", "x" * 300, "", "left_shoulder_pan"]
@@ -117,8 +118,8 @@ def test_matching_names_are_checked_as_bytes_without_decoding_strings(monkeypatc
     msg = joint_state(12, frame_id="abc")
     decoder = JointStateDecoder(msg.name)
     calls = []
-    real = cdr._strings
-    monkeypatch.setattr(cdr, "_strings", lambda *a: (calls.append(1), real(*a))[1])
+    real = decode.read_strings
+    monkeypatch.setattr(decode, "read_strings", lambda *a: (calls.append(1), real(*a))[1])
     out = np.empty((3, 12))
     decoder.decode_into(rosbags_bytes(msg), out)
     assert calls == []
@@ -134,7 +135,7 @@ def test_matching_names_are_checked_as_bytes_without_decoding_strings(monkeypatc
 def test_full_fields_take_the_one_copy_path_for_every_frame_id_length(n, monkeypatch):
     """Zero padding and position, velocity, effort all full (what the sim sends): one strided
     copy, whatever the alignment frame_id leaves; the field-by-field path is never entered."""
-    monkeypatch.setattr(cdr, "_count", lambda *a: pytest.fail("field-by-field path taken"))
+    monkeypatch.setattr(decode, "read_count", lambda *a: pytest.fail("field-by-field path taken"))
     decoder = JointStateDecoder(joint_state(n).name)
     for k in range(9):
         msg = joint_state(n, frame_id="f" * k, seed=k)
@@ -181,7 +182,7 @@ def test_pose_array_equals_rclpy_in_pose_layout_order(k, frame):
         msg.poses.append(p)
     data = serialize_message(msg)
     ref = deserialize_message(data, PoseArray)
-    stamp, frame_id, poses = cdr.decode_pose_array(data)
+    stamp, frame_id, poses = decode.decode_pose_array(data)
     assert (stamp, frame_id) == (3 * 10**9 + 50, frame)
     assert poses.shape == (k, 7)
     assert POSE_LAYOUT == ("x", "y", "z", "qw", "qx", "qy", "qz")
@@ -199,11 +200,11 @@ def test_image_fields_equal_rclpy_and_the_pixels_are_a_view(w, h, enc, frame):
     msg.data = bytes(range(256))[:3 * w * h]
     data = serialize_message(msg)
     ref = deserialize_message(data, Image)
-    got = cdr.decode_image(data)
+    got = decode.decode_image(data)
     assert (got.stamp_ns, got.frame_id, got.height, got.width, got.encoding, got.is_bigendian, got.step) == (
         7 * 10**9 + 8, ref.header.frame_id, ref.height, ref.width, ref.encoding, ref.is_bigendian, ref.step)
     assert bytes(got.pixels(data)) == bytes(ref.data)
-    assert cdr.decode_header(data) == (7 * 10**9 + 8, frame)
+    assert decode.decode_header(data) == (7 * 10**9 + 8, frame)
 
 
 # --- malformed bytes: CdrError, never anything else, and nothing written -------------------
@@ -311,7 +312,7 @@ def test_random_corruption_raises_cdr_error_or_decodes_never_anything_else():
 def test_encoded_joint_state_is_byte_for_byte_rosbags_and_reads_back_in_rclpy(case):
     msg = joint_state(**case)
     stamp = msg.header.stamp.sec * 10**9 + msg.header.stamp.nanosec
-    data = cdr.JointStateEncoder(msg.name, msg.header.frame_id).encode(
+    data = encode.JointStateEncoder(msg.name, msg.header.frame_id).encode(
         stamp, np.array(msg.position), np.array(msg.velocity), np.array(msg.effort))
     assert data == rosbags_bytes(msg)
     back = deserialize_message(data, JointState)
@@ -323,14 +324,14 @@ def test_encoded_joint_state_is_byte_for_byte_rosbags_and_reads_back_in_rclpy(ca
 def test_encoded_joint_state_with_non_ascii_names_and_frame():
     names = ["épaule", "關節", "🤖" * 3]
     msg = joint_state(3, names=names, frame_id="cadre_é", sec=-3, nanosec=7)
-    data = cdr.JointStateEncoder(names, "cadre_é").encode(-3 * 10**9 + 7, np.array(msg.position),
+    data = encode.JointStateEncoder(names, "cadre_é").encode(-3 * 10**9 + 7, np.array(msg.position),
                                                            np.array(msg.velocity), np.array(msg.effort))
     assert data == rosbags_bytes(msg)
     assert_equals_rclpy(data)
 
 
 def test_every_encode_is_a_new_bytes_object():
-    enc = cdr.JointStateEncoder(["a", "b"])
+    enc = encode.JointStateEncoder(["a", "b"])
     q = np.array([1.0, 2.0])
     first, second = enc.encode(10, q, q, q), enc.encode(10, q, q, q)
     assert first == second and first is not second
@@ -341,7 +342,7 @@ def test_every_encode_is_a_new_bytes_object():
 @pytest.mark.parametrize("k,frame", [(0, "world"), (1, ""), (2, "world"), (3, "abcdefg")])
 def test_encoded_pose_array_reads_back_in_rclpy(k, frame):
     poses = np.random.default_rng(k).normal(size=(k, 7))  # x y z qw qx qy qz
-    data = cdr.PoseArrayEncoder(frame).encode(5 * 10**9 + 6, poses)
+    data = encode.PoseArrayEncoder(frame).encode(5 * 10**9 + 6, poses)
     msg = deserialize_message(data, PoseArray)
     assert (msg.header.stamp.sec, msg.header.stamp.nanosec, msg.header.frame_id) == (5, 6, frame)
     got = [[p.position.x, p.position.y, p.position.z, p.orientation.w, p.orientation.x,
@@ -354,13 +355,13 @@ def test_encoded_pose_array_reads_back_in_rclpy(k, frame):
                                            orientation=t["geometry_msgs/msg/Quaternion"](x=qx, y=qy, z=qz, w=qw))
                for x, y, z, qw, qx, qy, qz in poses.tolist()])
     assert data == bytes(TYPESTORE.serialize_cdr(ros, "geometry_msgs/msg/PoseArray"))
-    stamp, frame_id, back = cdr.decode_pose_array(data)
+    stamp, frame_id, back = decode.decode_pose_array(data)
     assert (stamp, frame_id, back.tolist()) == (5 * 10**9 + 6, frame, poses.tolist())
 
 
 def test_encoded_time_reads_back_as_a_clock():
     from rosgraph_msgs.msg import Clock
-    msg = deserialize_message(cdr.encode_time(12 * 10**9 + 345), Clock)
+    msg = deserialize_message(encode.encode_time(12 * 10**9 + 345), Clock)
     assert (msg.clock.sec, msg.clock.nanosec) == (12, 345)
 
 
@@ -369,7 +370,7 @@ def test_encoded_time_reads_back_as_a_clock():
 def test_encoded_image_is_byte_for_byte_rosbags_and_reads_back_in_rclpy(w, h, enc, frame):
     channels = {"rgb8": 3, "mono8": 1, "bgra8": 4}[enc]
     pixels = np.random.default_rng(w).integers(0, 256, (h, w, channels), dtype=np.uint8)
-    data = cdr.ImageEncoder(frame, h, w, enc, w * channels).encode(9 * 10**9 + 1, pixels)
+    data = encode.ImageEncoder(frame, h, w, enc, w * channels).encode(9 * 10**9 + 1, pixels)
     t = TYPESTORE.types
     ros = t["sensor_msgs/msg/Image"](
         header=t["std_msgs/msg/Header"](stamp=t["builtin_interfaces/msg/Time"](sec=9, nanosec=1), frame_id=frame),
@@ -379,7 +380,7 @@ def test_encoded_image_is_byte_for_byte_rosbags_and_reads_back_in_rclpy(w, h, en
     assert (msg.height, msg.width, msg.encoding, msg.step, msg.header.frame_id) == (h, w, enc, w * channels, frame)
     assert bytes(msg.data) == pixels.tobytes()
     with pytest.raises(ValueError, match="contiguous bytes"):
-        cdr.ImageEncoder(frame, h, w, enc, w * channels).encode(0, np.zeros(h * w * channels + 1, np.uint8))
+        encode.ImageEncoder(frame, h, w, enc, w * channels).encode(0, np.zeros(h * w * channels + 1, np.uint8))
 
 
 @pytest.mark.parametrize("model,d", [("equidistant", [0.0] * 4), ("plumb_bob", [0.1, -0.2, 0.0, 0.0, 0.3]),
@@ -387,7 +388,7 @@ def test_encoded_image_is_byte_for_byte_rosbags_and_reads_back_in_rclpy(w, h, en
 def test_encoded_camera_info_is_byte_for_byte_rosbags_and_reads_back_in_rclpy(model, d):
     from sensor_msgs.msg import CameraInfo
     k, r, p = np.arange(9.0) + 0.5, np.eye(3).ravel(), np.arange(12.0) - 3
-    data = cdr.CameraInfoEncoder("cam_optical_frame", 240, 320, model, d, k, r, p).encode(3 * 10**9 + 4)
+    data = encode.CameraInfoEncoder("cam_optical_frame", 240, 320, model, d, k, r, p).encode(3 * 10**9 + 4)
     t = TYPESTORE.types
     ros = t["sensor_msgs/msg/CameraInfo"](
         header=t["std_msgs/msg/Header"](stamp=t["builtin_interfaces/msg/Time"](sec=3, nanosec=4),

@@ -10,10 +10,10 @@ from sensor_msgs.msg import Image, JointState
 from simharness import Observer
 
 from robogym_ros import contract
-from robogym_ros.nodes import messages, qos
-from robogym_ros.recorder import cdr
+from robogym_ros.ros import qos, stamps
+from robogym_ros.wire import decode
 
-stamp_ns = messages.stamp_ns
+stamp_ns = stamps.stamp_ns
 
 
 class RawObserver(Observer):
@@ -45,13 +45,13 @@ def test_decoded_real_messages_equal_rclpys_field_for_field(make_sim):
     obs.call("pause")
     time.sleep(0.5)
     names = obs.spec["joints"]
-    decoder = cdr.JointStateDecoder([j["name"] for j in names])
+    decoder = decode.JointStateDecoder([j["name"] for j in names])
     for topic, typed in ((contract.JOINT_STATES, obs.joint_states), (contract.TRUTH_JOINTS, obs.truth)):
         by_stamp = {stamp_ns(m.header.stamp): m for m in obs.snapshot(typed)}
         raw = obs.snapshot(obs.raw[topic])
         matched = 0
         for data in raw:
-            got = cdr.decode_joint_state(data)
+            got = decode.decode_joint_state(data)
             ref = by_stamp.get(got.stamp_ns)
             if ref is None:  # the typed subscription missed it (matched later)
                 continue
@@ -64,14 +64,14 @@ def test_decoded_real_messages_equal_rclpys_field_for_field(make_sim):
                 assert getattr(got, field).tobytes() == np.asarray(getattr(ref, field)).tobytes()
                 assert row.tobytes() == np.asarray(getattr(ref, field)).tobytes()
         assert matched >= 50, f"{topic}: only {matched} of {len(raw)} raw messages matched a typed one"
-        moving = [cdr.decode_joint_state(d).position[0] for d in raw]
+        moving = [decode.decode_joint_state(d).position[0] for d in raw]
         assert np.ptp(moving) > 0.01, "nothing moved: equal numbers would prove little"
 
     poses = {stamp_ns(m.header.stamp): m for m in obs.snapshot(obs.objects)}
     raw_poses = obs.snapshot(obs.raw[contract.TRUTH_OBJECTS])
     assert len(raw_poses) >= 50
     for data in raw_poses:
-        stamp, frame_id, rows = cdr.decode_pose_array(data)
+        stamp, frame_id, rows = decode.decode_pose_array(data)
         ref = poses.get(stamp)
         if ref is None:
             continue
@@ -84,7 +84,7 @@ def test_decoded_real_messages_equal_rclpys_field_for_field(make_sim):
     raw_images = obs.snapshot(obs.raw[contract.image_topic("overhead")])
     compared = 0
     for data in raw_images:
-        got = cdr.decode_image(data)
+        got = decode.decode_image(data)
         ref = images.get(got.stamp_ns)
         if ref is None:
             continue

@@ -82,7 +82,7 @@ def test_field_notes_example_figures():
     env, dt_ns, stamps, buffer, truth, true_v = field_notes_buffer()
     assert truth[:, 0].tolist() == [0.25, 0.5, 0.75, 1.0]
     results = {r.name: r for r in audit_observations(stamps, buffer, stamps, truth, control_dt_ns=dt_ns,
-                                                     true_velocities=true_v, received=[env._q])}
+                                                     received=[env._q])}
     slot = results["slot_error"].figures
     assert slot["stored_mean"] == 1.0
     assert slot["true_mean"] == 0.625
@@ -127,7 +127,7 @@ def test_field_notes_buffer_of_copies_is_clean():
         truth.append(obs.copy())
     digests = [digest(o) for o in buffer]
     results = audit_observations(np.array(stamps), buffer, np.array(stamps), np.array(truth),
-                                 control_dt_ns=125_000_000, true_velocities=np.full((4, 1), 2.0),
+                                 control_dt_ns=125_000_000,
                                  digests=digests, received=[env._q])
     assert [f for r in results for f in r.findings] == []
     assert Verdict(results).exit_code == EXIT_PASS
@@ -382,7 +382,7 @@ def test_image_size_differs_from_spec():
 
 def test_verdict_exit_codes_table_and_json():
     _, dt_ns, stamps, buffer, truth, true_v = field_notes_buffer()
-    results = audit_observations(stamps, buffer, stamps, truth, control_dt_ns=dt_ns, true_velocities=true_v)
+    results = audit_observations(stamps, buffer, stamps, truth, control_dt_ns=dt_ns)
     v = Verdict(results)
     assert v.exit_code == EXIT_FAIL and v.status == "fail"
     table = v.table()

@@ -1,11 +1,16 @@
 """The main job as the README runs it: sim + motion + recorder, a verdict and a bag."""
 import json
+import re
 import subprocess
 import sys
 
-from robogym_ros.recorder.bagio import read_bag
+import pytest
+from test_verdict_api import frames_line
+
+from robogym_ros.recorder.bag.reader import read_bag
 
 
+@pytest.mark.long
 def test_demo_runs_the_main_job_and_passes(tmp_path):
     out = tmp_path / "out"
     run = subprocess.run([sys.executable, "-m", "robogym_ros.tools.demo", "--duration-s", "4",
@@ -18,6 +23,17 @@ def test_demo_runs_the_main_job_and_passes(tmp_path):
     assert {c["name"] for c in verdict["checks"]} >= {"tick_grid", "slot_error", "images",
                                                       "buffer_audit"}
     assert (out / "report" / "report.html").exists() and "report: " in run.stdout
+    # the images line says the window its frames were judged in, and its counts add up
+    row = next(line for line in run.stdout.splitlines() if re.match(r"\s+images\s", line))
+    images = next(c for c in verdict["checks"] if c["name"] == "images")
+    line = frames_line(row)
+    assert line["due"] == images["figures"]["frames"]["n_due"] > 0, row
+    lo, hi = images["figures"]["frames_window_ns"]
+    assert line["window"] == (f"{lo / 1e9:.3f} s", f"{hi / 1e9:.3f} s"), row
+    n_images, n_cameras = map(int, re.search(r"(\d+) images from (\d+) cameras", row).groups())
+    outside = images["figures"]["n_images_not_judged"]
+    assert n_images == line["received"] + images["figures"]["frames"]["n_off_schedule"] + outside, row
+    assert outside == 0 or f"; {outside} of the {n_images} images outside the frames judged" in row, row
     bags = sorted(out.glob("bag_*"))
     assert len(bags) == 1 and f"bag: {bags[0]}" in run.stdout
     data = read_bag(bags[0])  # finalised, readable, and with real motion in it

@@ -1,5 +1,5 @@
 """robot_description, objects_description and the sim's TF over real DDS
-(robogym_ros.nodes.description), tested on the class directly; the sim node's own topics are
+(robogym_ros.nodes.sim_node.description), tested on the class directly; the sim node's own topics are
 tested at the end, once the node creates it."""
 from __future__ import annotations
 
@@ -13,10 +13,10 @@ from rclpy.executors import SingleThreadedExecutor
 from simharness import wait_for
 from std_msgs.msg import String
 
-from robogym_ros.nodes import description as desc
-from robogym_ros.nodes.qos import profile
-from robogym_ros.sim.frames import camera_optical_frames
+from robogym_ros.nodes.sim_node import description as desc
+from robogym_ros.ros.qos import profile
 from robogym_ros.sim.physics import Physics, default_model_path
+from robogym_ros.sim.tf_frames import camera_optical_frames
 from robogym_ros.sim.urdf import objects_urdf, robot_urdf
 
 
@@ -81,6 +81,7 @@ def test_without_tf2_msgs_tf_is_reported_unavailable(sim_side):
     assert publisher.published == 0 and "tf" not in publisher.spec_topics(node)
 
 
+@pytest.mark.toolchain
 def test_tf_carries_the_frames_stamped_with_the_tick(sim_side):
     tf2_msgs = pytest.importorskip("tf2_msgs.msg", reason=desc.TF_UNAVAILABLE or "tf2_msgs missing")
     import rclpy

@@ -11,7 +11,7 @@ from rclpy.executors import SingleThreadedExecutor
 from simharness import new_namespace, wait_for
 
 from robogym_ros import contract
-from robogym_ros.nodes.diagnostics import CommandCounts, SimDiagnostics
+from robogym_ros.nodes.sim_node.diagnostics import CommandCounts, SimDiagnostics
 from robogym_ros.sim.loop import Status
 
 

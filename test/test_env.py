@@ -18,6 +18,7 @@ from robogym_ros.camera.renderer import CameraRenderer
 from robogym_ros.contract import POSE_SIZE
 from robogym_ros.envs import DEFAULT_MAX_EPISODE_STEPS, ENV_ID, HandoverEnv, task
 from robogym_ros.envs.pixels import FrameRenderer
+from robogym_ros.sim import placement
 from robogym_ros.sim.physics import Physics, default_model_path
 
 PHYSICS_DT_S, DECIMATION = 0.002, 5
@@ -106,11 +107,16 @@ def test_observation_layout_goal_and_info():
         names = lay.describe(env.joint_names, env.object_names)
         assert len(names) == lay.size and names[0] == "q/left_shoulder_pan" and names[-1] == "effort/right_gripper"
         tray = tick.object_poses[env.object_names.index("tray")]
-        np.testing.assert_array_equal(obs["desired_goal"], [tray[0], tray[1], tray[2] + task.GOAL_HEIGHT_M])
+        assert tray[4] == tray[5] == 0.0  # a tray on the table: its goal is straight above its origin
+        np.testing.assert_array_equal(obs["desired_goal"], [tray[0], tray[1], tray[2] + placement.GOAL_ABOVE_TRAY_M])
         np.testing.assert_array_equal(obs["achieved_goal"], tick.object_poses[env.object_names.index("block"), :3])
-        assert info == {"is_success": 0.0, "distance_m": pytest.approx(np.linalg.norm(
-                        obs["achieved_goal"] - obs["desired_goal"])), "tick_index": 1,
-                        "stamp_ns": 10_000_000, "ticks_elapsed": 0, "blew_up": False}
+        assert info == {"is_success": 0.0, "stage": 0, "distance_m": pytest.approx(np.linalg.norm(
+                        obs["achieved_goal"] - obs["desired_goal"])),
+                        "left_touches_block": False, "right_touches_block": False, "left_grasps_block": False,
+                        "right_grasps_block": False, "block_on_tray": False, "block_on_table": True,
+                        "block_speed_m_s": np.inf, "block_turn_rad_s": np.inf,  # no pose before a reset
+                        "block_at_rest": False, "tray_quat": tuple(tray[3:7]), "tray_shift_m": (0.0, 0.0, 0.0),
+                        "tick_index": 1, "stamp_ns": 10_000_000, "ticks_elapsed": 0, "blew_up": False}
         assert obs in env.observation_space
     finally:
         env.close()
@@ -152,33 +158,87 @@ def test_normalised_actions_span_each_joint_range():
 
 # --- goal functions ---------------------------------------------------------------------------
 
+def _placed_info(**change) -> dict:
+    """An info of a block lying released and at rest in an unmoved, unturned tray."""
+    info = {"left_touches_block": False, "right_touches_block": False, "left_grasps_block": False,
+            "right_grasps_block": False, "block_on_tray": True, "block_on_table": False, "block_at_rest": True,
+            "tray_quat": (1.0, 0.0, 0.0, 0.0), "tray_shift_m": (0.0, 0.0, 0.0), "blew_up": False}
+    return {**info, **change}
+
+
 def test_goal_functions_are_batched_and_agree_with_step():
-    env = HandoverEnv(reward_type="dense")
-    sparse = HandoverEnv(distance_threshold_m=0.05)
+    envs = {kind: HandoverEnv(reward_type=kind) for kind in task.REWARD_TYPES}
+    env = envs["staged"]
     try:
         env.reset(seed=1)
         rng = np.random.default_rng(0)
         achieved, desired = rng.uniform(-0.3, 0.3, (2, 7, 3))
-        infos = np.array([{"blew_up": i == 3} for i in range(7)], dtype=object)
-        for f in (env.compute_reward, env.compute_terminated, env.compute_truncated):
-            out = f(achieved, desired, infos)
-            assert out.shape == (7,)
-            assert all(f(achieved[i], desired[i], infos[i]) == out[i] for i in range(7))
-        np.testing.assert_array_equal(env.compute_reward(achieved, desired, None),
+        achieved[:3] = desired[:3] + [0.02, -0.03, 0.01]  # inside the box at the goal
+        infos = np.array([_placed_info(blew_up=i == 3, block_at_rest=i != 1, left_touches_block=i == 2)
+                          for i in range(7)], dtype=object)
+        for e in envs.values():
+            for f in (e.compute_reward, e.compute_terminated, e.compute_truncated):
+                out = f(achieved, desired, infos)
+                assert out.shape == (7,)
+                assert all(f(achieved[i], desired[i], infos[i]) == out[i] for i in range(7))
+        # inside, at rest, released: placed; moving (1) or touched by an arm (2) or outside (3 ..): not
+        assert env.compute_terminated(achieved, desired, infos).tolist() == [True] + [False] * 6
+        assert envs["sparse"].compute_reward(achieved, desired, infos).tolist() == [0.0] + [-1.0] * 6
+        np.testing.assert_array_equal(envs["dense"].compute_reward(achieved, desired, infos),
                                       -np.linalg.norm(achieved - desired, axis=-1))
         assert env.compute_truncated(achieved, desired, infos).tolist() == [i == 3 for i in range(7)]
-        at_goal = desired + [0.0, 0.0, 0.049]
-        assert sparse.compute_reward(at_goal, desired, None).tolist() == [0.0] * 7
-        assert sparse.compute_terminated(at_goal, desired, None).all()
-        assert sparse.compute_reward(desired + [0.0, 0.0, 0.051], desired, None).tolist() == [-1.0] * 7
+        no_rest = {k: v for k, v in _placed_info().items() if k != "block_at_rest"}
+        with pytest.raises(ValueError, match="info lacks 'block_at_rest'"):
+            env.compute_terminated(achieved, desired, no_rest)
         for _ in range(3):
             obs, reward, terminated, truncated, info = env.step(env.action_space.sample())
             assert reward == env.compute_reward(obs["achieved_goal"], obs["desired_goal"], info)
             assert terminated == env.compute_terminated(obs["achieved_goal"], obs["desired_goal"], info)
             assert truncated == env.compute_truncated(obs["achieved_goal"], obs["desired_goal"], info)
     finally:
-        env.close()
-        sparse.close()
+        for e in envs.values():
+            e.close()
+
+
+def test_one_goals_success_and_stage_are_the_batchs_exactly():
+    """step() judges one goal in Python floats, compute_* judge batches in numpy: the same answer
+    for every goal, or a relabeller's reward would differ from the env's own. Goals at and
+    around the box's faces, turned and shifted trays, every combination of contacts."""
+    rng = np.random.default_rng(7)
+    n = 20_000
+    goal = rng.uniform(-0.3, 0.3, (n, 3))
+    edge = np.array([placement.TRAY_INNER_HALF_M, placement.TRAY_INNER_HALF_M, 0.0])
+    offset = rng.choice([-1.0, 1.0], (n, 3)) * edge * rng.uniform(0.97, 1.03, (n, 3))  # near the walls
+    offset[:, 2] = rng.uniform(-0.015, 0.02, n)  # below the floor .. above the upright limit
+    yaw = rng.choice([0.0, rng.uniform(-np.pi, np.pi)], n)
+    quat = np.stack([np.cos(yaw / 2), np.zeros(n), np.zeros(n), np.sin(yaw / 2)], axis=1)
+    shift = rng.choice([0.0, 0.01], (n, 1)) * rng.uniform(-1, 1, (n, 3))
+    achieved = goal + shift + offset
+    flags = rng.random((n, len(task.FLAG_KEYS))) < 0.6
+    infos = np.array([{**dict(zip(task.FLAG_KEYS, map(bool, f))), "tray_quat": tuple(q), "tray_shift_m": tuple(sh)}
+                      for f, q, sh in zip(flags, quat, shift)], dtype=object)
+    batch_success, batch_stage = task.success(achieved, goal, infos), task.stage(achieved, goal, infos)
+    one = [task.success_and_stage(a.tolist(), g.tolist(), i) for a, g, i in zip(achieved, goal, infos)]
+    assert [o[0] for o in one] == batch_success.tolist() and [o[1] for o in one] == batch_stage.tolist()
+    assert batch_success.sum() > 50 and set(batch_stage.tolist()) == set(range(7))  # every case met
+
+
+def test_the_box_at_a_goal_is_the_trays_interior():
+    """Inside: the centre within the walls' inner faces (46 mm, in the tray's frame), no higher than an
+    upright block standing on the floor; the box turns with the tray and moves with it."""
+    goal = np.zeros(3)
+    up = (1.0, 0.0, 0.0, 0.0)
+    turned = (np.cos(np.pi / 8), 0.0, 0.0, np.sin(np.pi / 8))  # 45 degrees about z
+
+    def inside(point, quat=up, shift=(0.0, 0.0, 0.0)):
+        return bool(placement.inside_tray_at(np.array(point), goal, np.array(shift), np.array(quat)))
+
+    assert inside([0.045, 0.045, 0.0]) and not inside([0.047, 0.0, 0.0]) and not inside([0.0, -0.047, 0.0])
+    assert inside([0.0, 0.0, 0.0125 + 0.003]) and not inside([0.0, 0.0, 0.0125 + 0.004])  # upright + 3 mm
+    assert not inside([0.0, 0.0, -0.0126])  # below the floor's top
+    assert inside([0.045, 0.045, 0.0]) and not inside([0.045, 0.045, 0.0], turned)  # a corner turned away
+    assert inside([0.06, 0.0, 0.0], turned)  # 60 mm along the turned tray's diagonal
+    assert inside([0.1, 0.0, 0.0], shift=(0.1, 0.0, 0.0)) and not inside([0.0, 0.0, 0.0], shift=(0.1, 0.0, 0.0))
 
 
 def test_the_scalar_distance_of_a_step_is_the_batched_distance_bit_for_bit():
@@ -192,20 +252,26 @@ def test_the_scalar_distance_of_a_step_is_the_batched_distance_bit_for_bit():
     np.testing.assert_array_equal(batched, np.linalg.norm(achieved - desired, axis=-1))
 
 
-def test_block_in_the_tray_terminates_with_success():
+def test_block_dropped_into_the_tray_succeeds_once_it_rests():
     env = HandoverEnv()
     try:
         obs, _ = env.reset(seed=3)
-        # Carry the block to the tray by hand (what a good policy would do), then let it settle.
+        # Drop the block into the tray by hand (what a good policy would do), then let it settle.
         physics = env._backend._physics
         block = physics.model.joint("block_free").qposadr[0]
-        physics.data.qpos[block:block + 3] = obs["desired_goal"] + [0.0, 0.0, 0.002]
+        physics.data.qpos[block:block + 3] = obs["desired_goal"] + [0.0, 0.0, 0.01]
         physics.data.qpos[block + 3:block + 7] = [np.cos(np.pi / 4), np.sin(np.pi / 4), 0, 0]  # lying
         physics.data.qvel[:] = 0.0
         hold = env._actions.action_of(obs["observation"][env.layout.positions])
         obs, reward, terminated, truncated, info = env.step(hold)
-        assert info["distance_m"] < 0.01, info
-        assert (reward, terminated, truncated, info["is_success"]) == (0.0, True, False, 1.0)
+        assert not terminated and info["block_speed_m_s"] > 1.0  # it flew from the table into the tray
+        steps = 1
+        while not terminated and steps < 25:
+            obs, reward, terminated, truncated, info = env.step(hold)
+            steps += 1
+        assert terminated and steps <= 5, (steps, info)
+        assert info["block_on_tray"] and info["block_at_rest"] and info["distance_m"] < 0.01, info
+        assert (reward, terminated, truncated, info["is_success"], info["stage"]) == (0.0, True, False, 1.0, 6)
         assert np.copysign(1.0, reward) == 1.0  # +0.0, not -0.0
     finally:
         env.close()
@@ -235,8 +301,7 @@ def test_bad_action_is_refused_and_changes_nothing(action, message):
 
 @pytest.mark.parametrize("kwargs, message", [
     ({"mode": "remote"}, r"mode must be one of \('local', 'ros_lockstep', 'ros_realtime'\)"),
-    ({"reward_type": "shaped"}, r"reward_type must be one of \('sparse', 'dense'\)"),
-    ({"distance_threshold_m": 0}, r"distance_threshold_m must be a positive number"),
+    ({"reward_type": "shaped"}, r"reward_type must be one of \('sparse', 'dense', 'staged'\)"),
     ({"action_repeat": 0}, r"action_repeat must be an integer >= 1"),
     ({"render_mode": "human"}, r"render_mode must be None or one of \['rgb_array'\]"),
     ({"cameras": "overhead"}, r"cameras must be a list of camera names"),
@@ -331,4 +396,4 @@ def test_local_mode_imports_no_ros():
         "env.step(env.action_space.sample())")
     assert loaded == []
     # Positive control: the same probe sees rclpy once the ROS mode's module is imported.
-    assert "rclpy" in ros_modules_after("import robogym_ros.envs.ros")
+    assert "rclpy" in ros_modules_after("import robogym_ros.envs.ros.backend")

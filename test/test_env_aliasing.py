@@ -37,8 +37,8 @@ class ReusedBuffersEnv(HandoverEnv):
                 self._obs_buffers[key][...] = value
         return self._obs_buffers
 
-    def _info(self, tick, *, ticks_elapsed):
-        self._info_buffer.update(super()._info(tick, ticks_elapsed=ticks_elapsed))
+    def _info(self, tick, obs, **kwargs):
+        self._info_buffer.update(super()._info(tick, obs, **kwargs))
         return self._info_buffer
 
 

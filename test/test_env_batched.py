@@ -1,4 +1,4 @@
-"""The native batched env (robogym_ros.envs.batched): K scenes stepped by mujoco.rollout on
+"""The native batched env (robogym_ros.envs.vector.batched): K scenes stepped by mujoco.rollout on
 threads must be K single envs, bit for bit, through terminations, truncations, blow-ups and
 next-step autoresets, and every array it returns must be its own.
 
@@ -11,14 +11,14 @@ from __future__ import annotations
 import gymnasium as gym
 import numpy as np
 import pytest
-from batched_reference import compare_with_singles, shared_pairs
+from batched_reference import compare_with_singles, hold_the_reset_pose, put_block_in_tray, shared_pairs
 from gymnasium.vector import AutoresetMode
 
 import robogym_ros.envs  # noqa: F401  (registers the env)
 from robogym_ros.checks import check_her_consistency
 from robogym_ros.envs import ENV_ID, HerReplay, relabel
-from robogym_ros.envs.batch_episodes import EpisodeCollector
-from robogym_ros.envs.batched import BatchedHandoverEnv
+from robogym_ros.envs.vector.batched import BatchedHandoverEnv
+from robogym_ros.envs.vector.episodes import EpisodeCollector
 
 
 def make_vec(k: int, **kwargs):
@@ -37,16 +37,29 @@ def test_make_vec_gives_the_batched_env_with_next_step_autoreset():
         vec.close()
 
 
+def _blocks_into_trays(t, vec, singles):
+    """Both sides alike: each new scene's block is laid in its tray (the step after it comes to
+    rest there, the episode succeeds: placed, touching no arm)."""
+    for i, env in enumerate(singles):
+        physics = env.unwrapped._backend._physics
+        if put_block_in_tray(physics.data, physics.model):
+            p = vec._scenes.physics(i)
+            assert put_block_in_tray(p.data, p.model)
+
+
 @pytest.mark.parametrize("case, kwargs", [
     # 5-step episodes: time-limit truncations, two autoresets per sub-env in 13 steps
     ("time limit", {"max_episode_steps": 5, "reward_type": "dense"}),
-    # a threshold wider than the table: success at once, so each episode is one step
-    ("success", {"max_episode_steps": 50, "distance_threshold_m": 0.6}),
+    # each new scene's block laid in the tray, arms held folded: success two steps later, 3-step episodes
+    ("success", {"max_episode_steps": 50, "reward_type": "staged"}),
 ])
 def test_three_sub_envs_equal_three_single_envs_bit_for_bit(case, kwargs):
     vec = make_vec(3, num_threads=2, **kwargs)
+    success = case == "success"
     try:
-        result = compare_with_singles(vec, [11, 0, 5], 13, single_kwargs=kwargs)
+        result = compare_with_singles(vec, [11, 0, 5], 13, single_kwargs=kwargs,
+                                      before_step=_blocks_into_trays if success else None,
+                                      actions=hold_the_reset_pose if success else None)
     finally:
         vec.close()
     assert result.mismatches == [], result.mismatches

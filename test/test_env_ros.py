@@ -18,8 +18,8 @@ import pytest
 
 import robogym_ros.envs  # noqa: F401  (registers the env)
 from robogym_ros.envs import HandoverEnv
-from robogym_ros.envs.fleet import SimFleet, sim_command
-from robogym_ros.envs.ros import SimUnavailable
+from robogym_ros.envs.ros.ticks import SimUnavailable
+from robogym_ros.envs.vector.sim_fleet import SimFleet, sim_command
 
 ROOT = Path(__file__).parents[1]
 SIM_PARAMS = {"start_paused": True, "camera_period_s": 0.0}
@@ -57,7 +57,7 @@ def test_the_equality_test_sees_a_target_applied_one_tick_late(make_sim, monkeyp
     """Positive control: a lockstep step whose targets take effect one tick late (what a command
     overtaken by its step request would do; the step request carries both, so it cannot) makes
     lockstep and local part at once."""
-    from robogym_ros.envs.ros import RosBackend
+    from robogym_ros.envs.ros.backend import RosBackend
 
     real_step = RosBackend.step
     previous = {}
@@ -135,10 +135,11 @@ def test_any_seed_resets_a_running_sim_to_local_modes_scene_of_that_seed(make_si
 def test_no_sim_in_the_namespace_is_one_clear_error():
     with pytest.raises(SimUnavailable, match=r"no robogym_sim answers in namespace '/nobody_here_\d+' "
                                              r"\(no latched spec within 1 s; start one: python -m "
-                                             r"robogym_ros.nodes.sim_node"):
+                                             r"robogym_ros.nodes.sim_node --ros-args"):
         HandoverEnv(mode="ros_lockstep", namespace=f"nobody_here_{os.getpid()}", ros_timeout_s=1.0)
 
 
+@pytest.mark.long
 def test_vector_env_of_ros_envs_over_k_sims_in_namespaces():
     k = 2
     with SimFleet(k, prefix=f"fleet{next(_fleets)}_{os.getpid()}_", seed=30, **SIM_PARAMS) as fleet:
@@ -194,6 +195,7 @@ def test_multi_sim_launch_names_the_sim_and_takes_the_parameter_table():
     assert {"SIM_PARAMS", "given_parameters"} <= imported, imported
 
 
+@pytest.mark.toolchain
 def test_multi_sim_launch_description_loads():
     launch_ros = pytest.importorskip(
         "launch_ros.actions", reason="launch_ros is not installed (no ROS install here; it is on no registry)")

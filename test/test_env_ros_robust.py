@@ -19,7 +19,7 @@ from simharness import new_namespace, start_sim
 import robogym_ros.envs  # noqa: F401  (registers the env)
 from robogym_ros import contract
 from robogym_ros.envs import HandoverEnv
-from robogym_ros.envs.ros import SeedNotHonoured
+from robogym_ros.envs.ros.backend import SeedNotHonoured
 
 SIM_PARAMS = {"start_paused": True, "camera_period_s": 0.0}
 
@@ -62,7 +62,7 @@ def test_a_new_env_on_a_sim_with_history_resets_at_once_to_local_modes_scene(mak
 def test_a_seeded_reset_the_sim_did_not_honour_raises_rather_than_return_another_scene(make_sim, monkeypatch):
     """Positive control of the seed check: a sim that ignores the new seed (here the env does
     not ask it to take one) draws seed 7's scene; the env says so instead of returning it."""
-    from robogym_ros.envs.ros import RosBackend
+    from robogym_ros.envs.ros.backend import RosBackend
 
     sim, _ = make_sim(seed=7, **SIM_PARAMS)
     monkeypatch.setattr(RosBackend, "_set_seed", lambda self, seed: None)
@@ -152,7 +152,7 @@ SCRIPT = textwrap.dedent("""
     import os, signal, sys, threading, time
     import robogym_ros.envs
     from robogym_ros.envs import HandoverEnv
-    from robogym_ros.envs.ros import SimUnavailable
+    from robogym_ros.envs.ros.backend import SimUnavailable
     namespace, kill_pid = sys.argv[1], int(sys.argv[2])
     env = HandoverEnv(mode="ros_lockstep", namespace=namespace, ros_timeout_s=5.0)
     env.reset()
@@ -188,6 +188,7 @@ def test_a_script_that_never_closes_its_ros_env_exits_0(make_sim):
     assert "done without close()" in run.stdout
 
 
+@pytest.mark.long
 def test_a_sim_killed_mid_step_is_sim_unavailable_naming_what_was_awaited(tmp_path, ros):
     """SIGKILL the sim node while steps are in flight: the step raises SimUnavailable within the
     env's timeout (5 s) naming the request it waited for; the script, which neither catches it
@@ -203,7 +204,7 @@ def test_a_sim_killed_mid_step_is_sim_unavailable_naming_what_was_awaited(tmp_pa
     assert "terminate called" not in run.stderr, run.stderr
     assert run.returncode == 1, run.stderr
     last = run.stderr.strip().splitlines()[-1]
-    assert last.startswith("robogym_ros.envs.ros_ticks.SimUnavailable: the answer to the step request from tick "), last
+    assert last.startswith("robogym_ros.envs.ros.ticks.SimUnavailable: the answer to the step request from tick "), last
     assert f"did not arrive from the sim in /{sim.namespace} within 5 s (is the sim still running?)" in last, last
     seconds = float(run.stdout.split("raised ")[1].split(" s")[0])
     assert seconds <= 5.0 + 1.0, run.stdout  # the timeout, plus the step under way when it died

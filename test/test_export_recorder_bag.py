@@ -6,11 +6,13 @@ Writing the dataset needs lerobot: test_lerobot_export.py exports a bag recorded
 """
 from __future__ import annotations
 
+import pytest
 from realbag import SIM_PARAMS, as_arrays, check_episodes, record, targets_observer
 
 from robogym_ros.export.bag import plan_bag
 
 
+@pytest.mark.long
 def test_a_real_recorder_bag_exports_with_the_targets_the_sim_applied(make_sim, tmp_path):
     _, obs = make_sim(observer_cls=targets_observer(), **SIM_PARAMS)
     live = as_arrays(record(obs, tmp_path))

@@ -1,4 +1,4 @@
-"""The transforms the sim publishes (robogym_ros.sim.frames), checked without tf2_msgs: they
+"""The transforms the sim publishes (robogym_ros.sim.tf_frames), checked without tf2_msgs: they
 compose with the URDF's links into MuJoCo's own camera and object poses, follow REP 103, and
 projecting the block through a camera's transform and its CameraInfo lands on the block's blob
 in that camera's rendered image."""
@@ -14,7 +14,8 @@ import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
 from robogym_ros.contract import POSE_LAYOUT, WORLD_FRAME, optical_frame  # noqa: E402
-from robogym_ros.sim.frames import (  # noqa: E402
+from robogym_ros.sim.physics import Physics, default_model_path  # noqa: E402
+from robogym_ros.sim.tf_frames import (  # noqa: E402
     MJ_CAMERA_FROM_OPTICAL,
     SceneFrames,
     Transform,
@@ -22,7 +23,6 @@ from robogym_ros.sim.frames import (  # noqa: E402
     camera_pose_optical,
     object_transforms,
 )
-from robogym_ros.sim.physics import Physics, default_model_path  # noqa: E402
 
 CAMERAS = ("left_wrist", "right_wrist", "overhead")
 

@@ -21,7 +21,7 @@ def test_the_sim_node_renders_without_a_display_or_a_choice():
     Before, MuJoCo fell back to GLFW and the cameras failed ("gladLoadGL error")."""
     env = {k: v for k, v in os.environ.items() if k not in ("MUJOCO_GL", "DISPLAY", "WAYLAND_DISPLAY")}
     code = "\n".join([
-        "import os, robogym_ros.nodes.sim_node, mujoco",
+        "import os, robogym_ros.nodes.sim_node.node, mujoco",
         "from robogym_ros.camera.lens import Lens",
         "from robogym_ros.camera.renderer import CameraRenderer",
         "from robogym_ros.sim.physics import Physics, default_model_path",

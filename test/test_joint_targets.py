@@ -12,7 +12,7 @@ from sensor_msgs.msg import JointState
 from simharness import Observer
 
 from robogym_ros import contract
-from robogym_ros.nodes import messages, qos
+from robogym_ros.ros import qos, stamps
 from robogym_ros.sim.physics import Physics, default_model_path
 
 COMMAND = {"left_shoulder_pan": 0.5, "right_gripper": 0.4}
@@ -68,8 +68,8 @@ def test_targets_topic_holds_the_targets_each_tick_was_stepped_with(make_sim):
 
     targets, truth = obs.snapshot(obs.targets), obs.snapshot(obs.truth)
     dt = obs.spec["control_dt_ns"]
-    assert [messages.stamp_ns(m.header.stamp) for m in targets] == [k * dt for k in range(1, 7)]
-    assert [messages.stamp_ns(m.header.stamp) for m in truth] == [k * dt for k in range(1, 7)]
+    assert [stamps.stamp_ns(m.header.stamp) for m in targets] == [k * dt for k in range(1, 7)]
+    assert [stamps.stamp_ns(m.header.stamp) for m in truth] == [k * dt for k in range(1, 7)]
     names = list(truth[0].name)
     assert all(list(m.name) == names for m in targets), "targets not in ground truth's joint order"
     assert all(len(m.velocity) == 0 and len(m.effort) == 0 for m in targets)

@@ -144,7 +144,7 @@ def test_rviz_shows_robot_tf_cameras_and_objects_in_the_world_frame():
 
 
 def test_every_rviz_topic_is_one_the_sim_publishes():
-    from robogym_ros.nodes.description import OBJECTS_DESCRIPTION, ROBOT_DESCRIPTION  # noqa: F401 - needs std_msgs
+    from robogym_ros.nodes.sim_node.description import OBJECTS_DESCRIPTION, ROBOT_DESCRIPTION  # noqa: F401 - needs std_msgs
     published = {f"/{t}" for t in (ROBOT_DESCRIPTION, OBJECTS_DESCRIPTION, contract.TRUTH_OBJECTS)}
     published |= {f"/{contract.image_topic(c)}" for c in DEFAULT_CAMERAS}
     assert set(config_topics(RVIZ.read_text())) <= published, set(config_topics(RVIZ.read_text())) - published
@@ -166,6 +166,7 @@ def test_the_rviz_config_is_installed():
 
 
 @pytest.mark.parametrize("path", LAUNCH, ids=lambda p: p.name)
+@pytest.mark.toolchain
 def test_launch_description_loads(path):
     pytest.importorskip(
         "launch_ros.actions",

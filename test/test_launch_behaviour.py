@@ -22,6 +22,8 @@ import pytest
 
 from robogym_ros.tools.launch_support import EXIT_STARTUP_ERROR, file_parameters, shutdown_reason, sim_exit
 
+pytestmark = pytest.mark.toolchain  # ./dev test-ros: under ../shared/ros-toolchain
+
 ROOT = Path(__file__).parents[1]
 
 

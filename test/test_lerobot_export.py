@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from robogym_ros.recorder.episodes import AlignmentError, align_episodes
+from robogym_ros.export.episodes import AlignmentError, align_episodes
 
 DT = 10_000_000
 PERIOD = 100_000_000
@@ -72,6 +72,28 @@ def test_a_missing_frame_is_an_error_not_a_silent_jump():
     assert [e.index for e in eps] == [1, 2] and len(gaps) == 1 and gaps[0].startswith("episode 0: frames at 3")
 
 
+def test_streams_that_end_at_different_ticks_keep_every_frame_they_all_cover():
+    """The recorder's subscriptions stop one by one: here the joint stream ends on a frame's tick,
+    the targets (and the ground truth) a tick later. That last frame has its state and the next
+    tick's targets, so it is exported; the span every stream covers is what both the export and
+    its verifier cut to."""
+    from robogym_ros.export.bag import recording_span
+    stamps, q, targets, frames, _ = _recording(n_ticks=250)
+    js = stamps[stamps <= 2_000_000_000]  # ends on the frame at 2.0 s
+    eps = align_episodes(js, q[:len(js)], stamps, targets, frames, reset_stamps_ns=[], control_dt_ns=DT,
+                         frame_period_ns=PERIOD)
+    assert eps[0].frame_stamps_ns[-1] == 2_000_000_000  # its action is the targets of 2.01 s, recorded
+    np.testing.assert_array_equal(eps[0].action[-1], targets[stamps == 2_010_000_000][0])
+    assert recording_span(DT, js, stamps, [frames], truth_stamps_ns=stamps) == (100_000_000, 2_000_000_000)
+    # the ground truth ends first: the span ends with it; the targets first: a tick before their end
+    assert recording_span(DT, stamps, stamps, [frames], truth_stamps_ns=stamps[:150])[1] == 1_500_000_000
+    assert recording_span(DT, stamps, stamps[:150], [frames], truth_stamps_ns=stamps)[1] == 1_490_000_000
+    # but a frame before a reset never takes the next episode's targets
+    eps = align_episodes(js, q[:len(js)], stamps, targets, frames, reset_stamps_ns=[2_010_000_000],
+                         control_dt_ns=DT, frame_period_ns=PERIOD)
+    assert eps[0].frame_stamps_ns[-1] == 1_900_000_000
+
+
 def test_bad_arguments_say_what_is_wrong():
     stamps, q, targets, frames, resets = _recording()
     with pytest.raises(AlignmentError, match="not a whole number of control ticks"):
@@ -88,7 +110,7 @@ def test_bad_arguments_say_what_is_wrong():
 
 def test_a_bag_without_targets_is_refused_naming_the_topic(tmp_path):
     from robogym_ros.export.bag import plan_bag
-    from robogym_ros.recorder.bagio import BagError
+    from robogym_ros.recorder.bag.format import BagError
     bag = _write_bag(tmp_path / "bag", n_episodes=1, episode_ticks=30, cameras=("overhead",), targets=False)[0]
     with pytest.raises(BagError, match="no per-tick targets .ground_truth/joint_targets"):
         plan_bag(bag)
@@ -112,7 +134,7 @@ W, H = 160, 120
 CAMERAS = ("overhead", "left_wrist")
 
 
-def _write_bag(path, *, n_episodes, episode_ticks, cameras=CAMERAS, targets=True, seed=0):
+def _write_bag(path, *, n_episodes, episode_ticks, cameras=CAMERAS, targets=True, seed=0, poses=None):
     """The sim's physics stepped tick by tick, published as the sim would and recorded as the
     recorder would: joint_states, ground truth, per-tick targets (the servos' ctrl), run states
     at each reset, and frames of the sim's camera clock rendered by its renderer and lens.
@@ -123,7 +145,7 @@ def _write_bag(path, *, n_episodes, episode_ticks, cameras=CAMERAS, targets=True
     from robogym_ros.camera.lens import Lens
     from robogym_ros.contract import CameraSpec, JointSpec, RunState, Spec
     from robogym_ros.envs.pixels import FrameRenderer
-    from robogym_ros.recorder.bagio import BagWriter
+    from robogym_ros.recorder.bag.writer import BagWriter
     from robogym_ros.sim.physics import Physics, default_model_path
 
     physics = Physics(default_model_path(), 0.002, 5, seed)
@@ -150,6 +172,8 @@ def _write_bag(path, *, n_episodes, episode_ticks, cameras=CAMERAS, targets=True
             if targets:
                 bag.write_joint_state("/ground_truth/joint_targets", s, names, ctrl)
             bag.write_pose_array("/ground_truth/object_poses", s, tick.object_poses)
+            if poses is not None:
+                poses[s] = tick.object_poses.copy()
             if clock.due(s):
                 for cam, img in renderer.render(tick).items():
                     images[(cam, s)] = img
@@ -308,6 +332,77 @@ def test_rollouts_export_matches_a_replay_of_the_same_actions(tmp_path):
                 obs, *_, info = env.step(f.action)
     finally:
         env.close()
+
+
+def test_environment_state_is_the_block_then_the_tray_pose_of_each_frames_tick(tmp_path):
+    pytest.importorskip("lerobot", reason=lerobot_reason)
+    from robogym_ros.export.dataset import ENVIRONMENT_STATE, environment_state_names
+    from robogym_ros.export.lerobot import main
+    poses = {}
+    bag = _write_bag(tmp_path / "bag", n_episodes=1, episode_ticks=60, cameras=("overhead",), poses=poses)[0]
+    assert main(["--bag", str(bag), "--out", str(tmp_path / "ds"), "--task", "t", "--environment-state"]) == 0
+    ds, rows = _rows(tmp_path / "ds")
+    assert ds.features[ENVIRONMENT_STATE]["names"] == environment_state_names()
+    assert environment_state_names()[:8] == ["block.x", "block.y", "block.z", "block.qw", "block.qx", "block.qy",
+                                             "block.qz", "tray.x"] and environment_state_names()[-1] == "tray.qz"
+    want = np.array([poses[int(s)][:2].reshape(-1) for s in rows["sim_stamp_ns"].reshape(-1)], np.float32)
+    assert len(want) > 3 and np.array_equal(rows[ENVIRONMENT_STATE], want)
+
+
+def test_a_rollout_episode_ends_once_success_has_held_the_arm_having_let_go():
+    """The episode goes on past the first success until it has held for 1 s: its last frames show
+    the placing gripper open and, in the physics, the block lying in the tray, touching no arm."""
+    from robogym_ros.expert.runner import EnvExpert
+    from robogym_ros.export.rollouts import hold_steps, make_env, rollouts
+    from robogym_ros.sim.placement import TRAY_INNER_HALF_M, quat_rotate_inverse
+    env = make_env(cameras=())
+    try:
+        (episode,) = rollouts(env, 1, EnvExpert, seed=2)
+        hold = hold_steps(env, 1.0)
+        assert episode.outcome == "success" and hold == 25
+        assert len(episode.frames) >= episode.first_success_step + hold - 1, (len(episode.frames), episode)
+        placing = "left" if env._goal[1] > 0 else "right"
+        for f in episode.frames[-3:]:  # the jaws open (0.55 rad released; shut is 0, holding ~0.35)
+            assert f.state[env.joint_names.index(f"{placing}_gripper")] > 0.45, f.state
+        block, tray = episode.frames[-1].environment_state.reshape(2, 7)
+        rel = quat_rotate_inverse(tray[3:], block[:3] - tray[:3])
+        assert (np.abs(rel[:2]) < TRAY_INNER_HALF_M).all() and rel[2] < 0.03, rel
+        p = env._backend._physics  # the physics after the last action: no arm touches the block
+        import mujoco
+        mujoco.mj_forward(p.model, p.data)
+        b = p.model.body("block").id
+        others = {int(p.model.body_rootid[p.model.geom_bodyid[g]]) for c in p.data.contact[:p.data.ncon]
+                  for g in c.geom if p.model.geom_bodyid[c.geom[0]] == b or p.model.geom_bodyid[c.geom[1]] == b}
+        assert {p.model.body(r).name for r in others} <= {"world", "block", "tray"}, others
+    finally:
+        env.close()
+
+
+def test_a_rollouts_dataset_replays_exactly_and_ends_with_the_block_released_in_the_tray(tmp_path, capsys):
+    pytest.importorskip("lerobot", reason=lerobot_reason)
+    import importlib.util
+    from pathlib import Path
+
+    from robogym_ros.expert.runner import EnvExpert
+    from robogym_ros.export.dataset import ENVIRONMENT_STATE, SEED
+    from robogym_ros.export.rollouts import write_rollouts
+    write_rollouts(tmp_path / "ds", "hand the block over", 1, EnvExpert, seed=1, width_px=64, height_px=48,
+                   environment_state=True)
+    ds, rows = _rows(tmp_path / "ds")
+    assert ds.num_episodes == 1 and (rows[SEED] == 1).all()
+    last = rows[ENVIRONMENT_STATE][-1].reshape(2, 7)
+    assert np.linalg.norm(last[0, :2] - last[1, :2]) < 0.04 and last[0, 2] < 0.03  # the block in the tray
+    placing = "left_gripper.pos" if last[1, 1] > 0 else "right_gripper.pos"
+    assert rows["observation.state"][-1][ds.features["observation.state"]["names"].index(placing)] > 0.45
+    spec = importlib.util.spec_from_file_location("verify_rollouts", Path(__file__).parents[1] / "bench" /
+                                                  "verify_rollouts.py")
+    verify = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(verify)
+    assert verify.main(["--dataset", str(tmp_path / "ds"), "--require-success"]) == 0, capsys.readouterr().out
+    assert "OK: every episode replays" in capsys.readouterr().out
+    # positive control: a hold the episode never had is named
+    assert verify.main(["--dataset", str(tmp_path / "ds"), "--require-success", "--hold-s", "3"]) == 1
+    assert "success held 1.00 s at the end, not 3 s" in capsys.readouterr().out
 
 
 # ----------------------------------------------------------------------------- a bag from the real recorder

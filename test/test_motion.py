@@ -7,7 +7,7 @@ import pytest
 
 from robogym_ros.sim.physics import Physics, default_model_path
 from robogym_ros.sim.scene import folded_pose
-from robogym_ros.sim.trajectory import RAMP_S, targets_at
+from robogym_ros.sim.scripted_motion import RAMP_S, targets_at
 
 
 @pytest.fixture(scope="module")

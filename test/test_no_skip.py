@@ -24,10 +24,10 @@ from std_msgs.msg import Header  # noqa: E402
 
 from robogym_ros import contract  # noqa: E402
 from robogym_ros.camera.clock import CameraClock, frame_tick, next_frame_tick  # noqa: E402
-from robogym_ros.nodes import messages, qos  # noqa: E402
-from robogym_ros.nodes.sim_node import SimNode  # noqa: E402
+from robogym_ros.nodes.sim_node.node import SimNode  # noqa: E402
 from robogym_ros.params import DEFAULT_CAMERAS  # noqa: E402
-from robogym_ros.recorder import cdr  # noqa: E402
+from robogym_ros.ros import qos, stamps  # noqa: E402
+from robogym_ros.wire import decode  # noqa: E402
 
 DT_NS = 10_000_000  # physics dt 2 ms x decimation 5, the defaults
 
@@ -78,7 +78,7 @@ class FrameCounter(Observer):
         store = self.stamps[camera]
 
         def callback(data: bytes):
-            store.append(cdr.decode_header(data)[0])
+            store.append(decode.decode_header(data)[0])
         return callback
 
     def wait_matched(self, timeout_s=10.0):
@@ -89,7 +89,7 @@ class FrameCounter(Observer):
 
     def latest_stamp_ns(self) -> int:
         js = self.snapshot(self.joint_states)
-        return messages.stamp_ns(js[-1].header.stamp) if js else -1
+        return stamps.stamp_ns(js[-1].header.stamp) if js else -1
 
     def frames_in(self, camera: str, lo_ns: int, hi_ns: int) -> list[int]:
         return sorted(s for s in self.snapshot(self.stamps[camera]) if lo_ns <= s < hi_ns)
@@ -206,7 +206,7 @@ def test_without_the_hold_real_time_factor_0_skips_and_the_count_shows_it(in_pro
     print("missing frames without the hold:", missing, "skips announced:", len(sim.obs.snapshot(sim.obs.skips)))
     assert all(n > 0 for n in missing.values())
     assert sim.node.cameras.skipped > 0 and len(sim.obs.snapshot(sim.obs.skips)) > 0
-    skipped = {messages.stamp_ns(h.stamp) for h in sim.obs.snapshot(sim.obs.skips)}
+    skipped = {stamps.stamp_ns(h.stamp) for h in sim.obs.snapshot(sim.obs.skips)}
     assert {h.frame_id for h in sim.obs.snapshot(sim.obs.skips)} == {",".join(DEFAULT_CAMERAS)}
     # Every missing frame of the window was announced as skipped: lost on the way is none.
     assert set().union(*(set(m) for m, _, _ in found.values())) <= skipped

@@ -153,3 +153,19 @@ def test_an_unknown_params_file_key_is_named_with_the_closest_parameter(ros, tmp
     assert "unknown parameter 'real_time_facter'" in text and "did you mean 'real_time_factor'?" in text, text
     assert "unknown parameter 'use_sim_time'" not in text, text  # every node's own parameter: not unknown
     assert obs.spec["real_time_factor"] == 1.0, obs.spec  # the typo changed nothing, as before: now it says so
+
+
+def test_an_undeclared_parameter_is_named_by_set_and_by_an_atomic_batch(make_sim):
+    """rclpy's own answer names nothing ("Invalid access to undeclared parameter(s): []")."""
+    _, obs = make_sim(camera_period_s=0.0, diagnostics_period_s=0.1)
+    sim = Sim(obs)
+    (result,) = sim.set(frobnicate=1)  # `ros2 param set /robogym_sim frobnicate 1`
+    assert not result.successful
+    assert "'frobnicate'" in result.reason and "robogym_sim has no such parameter" in result.reason, result.reason
+    result = sim.set_atomically(real_time_factor=2.0, frobnicate=1, real_time_facter=3.0)
+    assert not result.successful
+    assert "'frobnicate'" in result.reason and "'real_time_facter' (did you mean 'real_time_factor'?)" in \
+        result.reason, result.reason
+    # Nothing of the batch was set, the declared parameter included.
+    assert sim.running()["real_time_factor_target"] == "1.0"
+    assert sim.get("real_time_factor") == [1.0]

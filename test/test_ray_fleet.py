@@ -1,4 +1,4 @@
-"""The Ray fleet (robogym_ros.envs.ray_fleet): batched envs as Ray actors, one VectorEnv, on a
+"""The Ray fleet (robogym_ros.envs.vector.ray_fleet): batched envs as Ray actors, one VectorEnv, on a
 local Ray cluster. Sub-env j must be a single env bit for bit, as in the batched env; the
 positive control gives one sub-env a wrong seed and the same comparison must catch it.
 
@@ -11,9 +11,9 @@ import pytest
 from batched_reference import compare_with_singles, shared_pairs
 
 ray = pytest.importorskip("ray", reason="the Ray fleet needs ray: pip install 'robogym_ros[ray]' "
-                                         "(not in the [standalone,test] extras CI installs)")
+                                         "(CI installs it)")
 
-from robogym_ros.envs.ray_fleet import RayFleetVectorEnv  # noqa: E402  (after the skip)
+from robogym_ros.envs.vector.ray_fleet import RayFleetVectorEnv  # noqa: E402  (after the skip)
 
 SEEDS = [20, 21, 22, 23]
 KWARGS = {"max_episode_steps": 4}

@@ -28,12 +28,15 @@ from std_msgs.msg import String
 
 from robogym_ros import checks, contract
 from robogym_ros.contract import JointSpec, Spec, TopicSpec
-from robogym_ros.nodes import messages, qos
-from robogym_ros.recorder.bagio import BagWriter, read_bag
+from robogym_ros.nodes.sim_node import tick_messages
+from robogym_ros.recorder.bag.reader import read_bag
+from robogym_ros.recorder.bag.writer import BagWriter
 from robogym_ros.recorder.recording import Recording
 from robogym_ros.recorder.ring import Ring, RingSnapshot
+from robogym_ros.ros import qos
+from robogym_ros.ros import stamps as ros_stamps
 from robogym_ros.sim.physics import Physics, default_model_path
-from robogym_ros.sim.trajectory import targets_at
+from robogym_ros.sim.scripted_motion import targets_at
 
 ROOT = Path(__file__).parents[1]
 DECIMATION = 5
@@ -216,18 +219,18 @@ def events_for(names, truth_ticks, js_items, *, close_truth: bool = True):
     events = []
     for tick, payload, scale in js_items:
         while sent <= order[tick.stamp_ns]:
-            events.append(("gt", lambda t=truth_ticks[sent]: messages.joint_state(t, names)))
+            events.append(("gt", lambda t=truth_ticks[sent]: tick_messages.joint_state(t, names)))
             sent += 1
 
         def make(tick=tick, payload=payload, scale=scale):
-            msg = messages.joint_state(payload, names)
-            msg.header.stamp = messages.stamp_msg(tick.stamp_ns)
+            msg = tick_messages.joint_state(payload, names)
+            msg.header.stamp = ros_stamps.stamp_msg(tick.stamp_ns)
             if scale != 1.0:
                 msg.velocity = (payload.velocity * scale).tolist()
             return msg
         events.append(("js", make))
     if close_truth:
-        events.extend(("gt", lambda t=t: messages.joint_state(t, names)) for t in truth_ticks[sent:])
+        events.extend(("gt", lambda t=t: tick_messages.joint_state(t, names)) for t in truth_ticks[sent:])
     return events
 
 
@@ -331,6 +334,7 @@ def test_record_then_bag_round_trip_passes(clean_recording, tmp_path):
     ("stale_payload", "stale_payload", "stale_payload"),
     ("velocity_x_decimation", "velocity_reported", "velocity_factor_decimation"),
 ])
+@pytest.mark.long
 def test_fault_in_joint_states_is_found_and_named(ros, physics_ticks, tmp_path, fault, check_name, code):
     physics, ticks = physics_ticks
     base, items, stamp_ns = stream(ticks, fault)
@@ -396,11 +400,11 @@ def test_publisher_that_reuses_one_message_keeps_aliases_but_the_recorder_gets_c
 
     def truth(k):
         msg = JointState(name=list(names), position=true_pos[k].tolist(), velocity=true_vel[k].tolist())
-        msg.header.stamp = messages.stamp_msg(int(stamps[k]))
+        msg.header.stamp = ros_stamps.stamp_msg(int(stamps[k]))
         return msg
 
     def mutate(k):
-        reused.header.stamp = messages.stamp_msg(int(stamps[k]))
+        reused.header.stamp = ros_stamps.stamp_msg(int(stamps[k]))
         reused.position[0] += 0.25  # in place: the same message object every tick
         reused.velocity[0] = 2.0
         own_list.append(reused)
@@ -423,10 +427,10 @@ def test_publisher_that_reuses_one_message_keeps_aliases_but_the_recorder_gets_c
     # The publisher's side: its list is n references to one message, all at the last value.
     assert len({id(m) for m in own_list}) == 1
     assert [m.position[0] for m in own_list] == [0.25 * n] * n
-    assert {messages.stamp_ns(m.header.stamp) for m in own_list} == {int(stamps[-1])}
+    assert {ros_stamps.stamp_ns(m.header.stamp) for m in own_list} == {int(stamps[-1])}
     own = {r.name: r for r in checks.audit_observations(
         stamps, [m.position for m in own_list], stamps, true_pos, control_dt_ns=dt_ns,
-        true_velocities=true_vel, decimation=DECIMATION)}
+        decimation=DECIMATION)}
     slot = own["slot_error"].figures
     assert slot["oldest_error"] == pytest.approx(0.25 * (n - 1))
     assert slot["newest_error"] == 0.0
@@ -523,17 +527,17 @@ def feed(recording: Recording, ticks, names, *, reuse: bool) -> None:
     """Ticks as the subscriber callback would hand them over: fresh messages, or one reused."""
     shared = None
     for t in ticks:
-        recording.store_truth(messages.joint_state(t, names))
+        recording.store_truth(tick_messages.joint_state(t, names))
         if reuse:
             if shared is None:
-                shared = messages.joint_state(t, names)
-            shared.header.stamp = messages.stamp_msg(t.stamp_ns)
+                shared = tick_messages.joint_state(t, names)
+            shared.header.stamp = ros_stamps.stamp_msg(t.stamp_ns)
             for field, values in ((shared.position, t.position), (shared.velocity, t.velocity),
                                   (shared.effort, t.effort)):
                 field[:] = type(field)("d", values.tolist())  # in place, same array object
             recording.store_joint_state(shared)
         else:
-            recording.store_joint_state(messages.joint_state(t, names))
+            recording.store_joint_state(tick_messages.joint_state(t, names))
 
 
 def test_a_ring_of_views_fails_buffer_audit_and_aliasing_the_real_ring_passes(physics_ticks):
@@ -615,8 +619,8 @@ def sim_order(names, ticks):
     """The real sim's order per tick: joint_states first, then its truth."""
     events = []
     for t in ticks:
-        events += [("js", lambda t=t: messages.joint_state(t, names)),
-                   ("gt", lambda t=t: messages.joint_state(t, names))]
+        events += [("js", lambda t=t: tick_messages.joint_state(t, names)),
+                   ("gt", lambda t=t: tick_messages.joint_state(t, names))]
     return events
 
 
@@ -652,12 +656,12 @@ def test_recording_newest_stamp_starts_over_when_the_sim_restarts(physics_ticks)
     physics, ticks = physics_ticks
     rec = Recording(make_spec("newest", physics), 1000)
     for t in ticks[FIRST:FIRST + 100] + ticks[:10]:
-        rec.store_joint_state(messages.joint_state(t, physics.joint_names))
+        rec.store_joint_state(tick_messages.joint_state(t, physics.joint_names))
     assert rec.last_joint_ns == ticks[9].stamp_ns  # the new run's, not 2.000 s of the old one
     for t in ticks[FIRST:FIRST + 100]:
-        rec.store_truth(messages.joint_state(t, physics.joint_names))
+        rec.store_truth(tick_messages.joint_state(t, physics.joint_names))
     assert rec.last_truth_ns == ticks[FIRST + 99].stamp_ns
-    rec.store_truth(messages.joint_state(ticks[FIRST + 70], physics.joint_names))  # late, not a restart
+    rec.store_truth(tick_messages.joint_state(ticks[FIRST + 70], physics.joint_names))  # late, not a restart
     assert rec.last_truth_ns == ticks[FIRST + 99].stamp_ns
 
 
@@ -810,6 +814,7 @@ def test_sigterm_finalises_the_bag_and_prints_the_verdict(ros, physics_ticks, tm
 
 # ----------------------------------------------------------------------------- the real sim
 
+@pytest.mark.long
 def test_real_sim_and_motion_two_minutes_of_sim_time_clean(ros, tmp_path):
     """120 s of sim time at real_time_factor 4: every tick received, zero findings."""
     ns = fresh_ns("real")

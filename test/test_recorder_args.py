@@ -9,7 +9,7 @@ import pytest
 from test_recorder import RecorderRun, assert_no_traceback, fresh_ns, make_spec
 from test_recorder_faults import StandInSim
 
-from robogym_ros.recorder.memory import available_memory_bytes
+from robogym_ros.recorder.ring_memory import available_memory_bytes
 
 
 def run_recorder(*args: str, timeout_s: float = 60.0) -> tuple[int, str]:
@@ -70,8 +70,8 @@ def test_a_capacity_too_large_for_the_spec_joints_is_refused_before_subscribing(
 def test_the_memory_message_names_the_real_figures():
     """`--capacity 1e10` said "rings for 1 joints" before the joints were known: now the least the
     rings need (said to be a lower bound), what is available, and the largest capacity that fits."""
-    from robogym_ros.recorder.memory import memory_problem
     from robogym_ros.recorder.ring import recording_bytes
+    from robogym_ros.recorder.ring_memory import memory_problem
     available = 8 * 2**30
     early = memory_problem(10**10, 0.0, None, available_bytes=available)
     need = recording_bytes(10**10, 1) / 2**30

@@ -30,11 +30,12 @@ from test_recorder import (
 
 from robogym_ros import contract
 from robogym_ros.contract import JointSpec, Spec, TopicSpec, split_stamp
-from robogym_ros.nodes import qos, recorder_cli
+from robogym_ros.nodes import recorder_cli
 from robogym_ros.nodes import recorder_node as rn
-from robogym_ros.nodes.spin import events_executor
+from robogym_ros.nodes.node_runner import events_executor
 from robogym_ros.recorder.recording import GROUND_TRUTH, JOINT_STATES, Recording
 from robogym_ros.recorder.ring import Ring
+from robogym_ros.ros import qos
 
 DT_NS = 10_000_000
 # Non-ASCII, of odd byte lengths, so the CDR padding between names varies.

@@ -14,6 +14,7 @@ import subprocess
 import sys
 import time
 
+import pytest
 import rclpy
 from sensor_msgs.msg import Image
 from simharness import SimProcessUnderTest
@@ -39,8 +40,9 @@ from test_recorder import (
 from robogym_ros import contract
 from robogym_ros.checks import frame_due_stamps
 from robogym_ros.contract import CameraSpec, RunState
-from robogym_ros.nodes import messages, qos
-from robogym_ros.recorder.bagio import BagWriter
+from robogym_ros.nodes.sim_node import tick_messages
+from robogym_ros.recorder.bag.writer import BagWriter
+from robogym_ros.ros import qos, stamps
 
 DECIMATION = 5
 CAMERAS = ("left_wrist", "overhead")
@@ -63,21 +65,21 @@ class StandInSim(FaultyPublisher):
 
     def frame(self, camera: str, stamp_ns: int) -> None:
         img = Image(height=6, width=8, encoding="rgb8", step=24, data=bytes(144))
-        img.header.stamp = messages.stamp_msg(stamp_ns)
+        img.header.stamp = stamps.stamp_msg(stamp_ns)
         self.pub[f"img:{camera}"].publish(img)
 
     def tick(self, t, names, *, frames: bool = True) -> None:
         """What the sim publishes for tick ``t``: joint_states, ground truth and (``frames``) a frame of
         each camera when the tick is on the camera period."""
-        self.pub["js"].publish(messages.joint_state(t, names))
-        self.pub["gt"].publish(messages.joint_state(t, names))
+        self.pub["js"].publish(tick_messages.joint_state(t, names))
+        self.pub["gt"].publish(tick_messages.joint_state(t, names))
         if frames and t.stamp_ns % PERIOD_NS == 0:
             for cam in CAMERAS:
                 self.frame(cam, t.stamp_ns)
 
     def skip(self, stamp_ns: int, cameras) -> None:
         h = Header(frame_id=",".join(cameras))
-        h.stamp = messages.stamp_msg(stamp_ns)
+        h.stamp = stamps.stamp_msg(stamp_ns)
         self.pub["skips"].publish(h)
 
     def wait_matched(self, recorder, timeout_s: float = 30.0, keys=("js", "gt")) -> None:
@@ -114,8 +116,8 @@ def run_stand_in(tmp_path, spec, ns, script, *args, timeout_s=60.0, keys=("js", 
 def paced(sim, names, ticks, period_s=0.01):
     """The real sim's order per tick, at ``period_s`` of wall time: joint_states, then truth."""
     for t in ticks:
-        sim.pub["js"].publish(messages.joint_state(t, names))
-        sim.pub["gt"].publish(messages.joint_state(t, names))
+        sim.pub["js"].publish(tick_messages.joint_state(t, names))
+        sim.pub["gt"].publish(tick_messages.joint_state(t, names))
         time.sleep(period_s)
 
 
@@ -147,6 +149,7 @@ def test_ring_overwrite_is_stated_and_the_grid_counts_every_message(ros, long_ti
         base[50].stamp_ns], out
 
 
+@pytest.mark.long
 def test_a_stream_that_stops_fails_a_paused_sim_passes(ros, long_ticks, tmp_path):
     physics, ticks = long_ticks
     names = physics.joint_names
@@ -176,19 +179,10 @@ def test_a_stream_that_stops_fails_a_paused_sim_passes(ros, long_ticks, tmp_path
     assert streams["figures"]["paused_at_end"] and "paused at the end" in streams["summary"]
 
 
+@pytest.mark.long
 def test_real_sim_killed_mid_run_fails_naming_when(ros, tmp_path):
     """Sim killed 1.4 s into --duration 12 gave "PASS ... received 137 of 137"."""
-    ns = fresh_ns("killed")
-    sim = SimProcessUnderTest(ns, tmp_path, camera_period_s=0.0)
-    run = RecorderRun(tmp_path, "--duration", "6", "--spec-timeout", "30", ns=ns)
-    try:
-        wait_for_log(run, "spec from", 30)
-        time.sleep(1.5)
-        kill_tree(sim.proc.pid)
-        rc, out, verdict = run.wait(30)
-    finally:
-        run.stop()
-        sim.stop()
+    rc, out, verdict = record_and_kill_the_sim(tmp_path, fresh_ns("killed"), "--duration", "6", wait_s=30)
     assert_no_traceback(out)
     assert rc == 1, out
     f = finding(verdict, "streams", "stream_stopped")
@@ -248,8 +242,8 @@ def test_physics_dt_velocity_on_real_data_is_named_through_the_node(ros, long_ti
     def publish(sim):
         prev = ticks[FIRST - 1]
         for t in base:
-            sim.pub["gt"].publish(messages.joint_state(t, names))
-            msg = messages.joint_state(t, names)
+            sim.pub["gt"].publish(tick_messages.joint_state(t, names))
+            msg = tick_messages.joint_state(t, names)
             msg.velocity = ((t.position - prev.position) / 0.002).tolist()  # the physics dt: the bug
             sim.pub["js"].publish(msg)
             prev = t
@@ -331,6 +325,7 @@ def test_frames_the_sim_skipped_pass_frames_lost_fail(ros, long_ticks, tmp_path)
     assert set(failing(verdict)) == {"images"}, codes(verdict)
 
 
+@pytest.mark.long
 def test_live_camera_period_change_is_judged_stretch_by_stretch(ros, long_ticks, tmp_path):
     physics, ticks = long_ticks
     names = physics.joint_names
@@ -347,8 +342,8 @@ def test_live_camera_period_change_is_judged_stretch_by_stretch(ros, long_ticks,
                 sim.publish_spec(spec2)
             anchor = part[0].stamp_ns
             for t in part:
-                sim.pub["js"].publish(messages.joint_state(t, names))
-                sim.pub["gt"].publish(messages.joint_state(t, names))
+                sim.pub["js"].publish(tick_messages.joint_state(t, names))
+                sim.pub["gt"].publish(tick_messages.joint_state(t, names))
                 if t.stamp_ns % period == 0 or (period != PERIOD_NS and t.stamp_ns == anchor):
                     for cam in CAMERAS:
                         sim.frame(cam, t.stamp_ns)
@@ -420,6 +415,21 @@ def wait_for_log(run, text: str, timeout_s: float) -> None:
         if run.proc.poll() is not None or time.monotonic() > deadline:
             raise AssertionError(f"no {text!r} from the recorder:\n{run.output()}")
         time.sleep(0.05)
+
+
+def record_and_kill_the_sim(tmp_path, ns: str, *recorder_args: str, wait_s: float):
+    """A real sim (cameras off) and a recorder of it; the sim SIGKILLed 1.5 s after the recorder
+    has its spec. The recorder's (exit code, output, verdict)."""
+    sim = SimProcessUnderTest(ns, tmp_path, camera_period_s=0.0)
+    run = RecorderRun(tmp_path, *recorder_args, "--spec-timeout", "30", ns=ns)
+    try:
+        wait_for_log(run, "spec from", 30)
+        time.sleep(1.5)
+        kill_tree(sim.proc.pid)
+        return run.wait(wait_s)
+    finally:
+        run.stop()
+        sim.stop()
 
 
 def kill_tree(pid: int) -> None:

@@ -11,7 +11,8 @@ import pytest
 
 from robogym_ros import checks
 from robogym_ros.contract import CameraSpec, JointSpec, RunState, Spec, split_stamp
-from robogym_ros.recorder.bagio import BagError, JointSeries, align_truth
+from robogym_ros.recorder.bag.format import BagError
+from robogym_ros.recorder.bag.series import JointSeries, align_truth
 from robogym_ros.recorder.recording import Recording
 from robogym_ros.recorder.schedules import SpecChange, frame_schedules
 
@@ -178,3 +179,59 @@ def test_live_changes_are_counted_once_however_many_cameras():
     notes = [n for n in rec.verdict().notes if "changed live" in n]
     assert notes == ["camera_period_s changed live 2 times (3 cameras): frames due around each change are not "
                      "judged"], notes
+
+
+def test_streams_and_decoding_count_the_same_messages():
+    """One verdict said streams `ground_truth/joint_states 480 msgs` and decoding `606 ...`: the 126
+    that came in the end grace were in one count only. Both now name them, and add up."""
+    import re
+    clock = FakeClock()
+    rec = Recording(spec(), 1000, clock=clock)
+    feed(rec, range(1, 101), clock)
+    rec.end("duration reached")
+    for k in range(101, 127):  # truth (and joint_states, which show the stream alive) in the grace
+        rec.store_truth(joint_msg(k))
+        rec.store_joint_state(joint_msg(k))
+    v = rec.verdict()
+    assert v.passed, v.table()
+    streams, decoding = (checks.by_name(v.results, n).summary for n in ("streams", "decoding"))
+    for topic in ("joint_states", "ground_truth/joint_states"):
+        n, after = map(int, re.search(rf"(?:^|; ){re.escape(topic)} (\d+) msgs \(\+(\d+) after the end\)",
+                                      streams).groups())
+        total, until, grace = map(int, re.search(rf"(\d+) {re.escape(topic)} \((\d+) until the end \+ (\d+) after "
+                                                 rf"it\)", decoding).groups())
+        assert (n, after) == (100, 26) and (total, until, grace) == (n + after, n, after), (streams, decoding)
+
+
+def test_the_end_waits_for_the_camera_info_of_each_cameras_last_image():
+    """A bag held 201 overhead/camera_info and 202 image_raw: the end came between a frame's image and
+    its camera_info (published one after the other). With camera_info watched (--record), the
+    recording is not caught up until each camera's newest image and camera_info share a stamp."""
+    from robogym_ros.wire.encode import CameraInfoEncoder
+    info = CameraInfoEncoder("top_optical", 2, 2, "plumb_bob", [0.0] * 5, np.eye(3), np.eye(3), np.zeros((3, 4)))
+    rec = Recording(spec(("top",)), 1000)
+    feed(rec, range(1, 11), images={5: ("top",)})
+    assert rec.store_camera_info_cdr(info.encode(5 * DT_NS), "top")
+    rec.end("duration reached")
+    rec.store_truth(joint_msg(11))
+    rec.store_joint_state(joint_msg(11))  # alive after the end
+    rec.store_image(image_msg(15), "top")  # a frame after the last tick ...
+    assert not rec.caught_up()  # ... whose camera_info has not come yet
+    assert rec.store_camera_info_cdr(info.encode(15 * DT_NS), "top")
+    assert rec.caught_up()
+    # ... and the other way round (CI, Jazzy: a bag with 25 camera_info and 24 image_raw): the next
+    # frame's camera_info arrived before its image, and the end must wait for the image.
+    assert rec.store_camera_info_cdr(info.encode(16 * DT_NS), "top")
+    assert not rec.caught_up()
+    rec.store_image(image_msg(16), "top")
+    assert rec.caught_up()
+    assert not rec.store_camera_info_cdr(b"\x00\x01", "top")  # malformed: counted, not raised
+    assert rec.malformed["cameras/top/camera_info"].n == 1
+    # without camera_info watched (no --record), nothing to wait for
+    rec = Recording(spec(("top",)), 1000)
+    feed(rec, range(1, 11))
+    rec.end("duration reached")
+    rec.store_truth(joint_msg(11))
+    rec.store_joint_state(joint_msg(11))
+    rec.store_image(image_msg(15), "top")
+    assert rec.caught_up()

@@ -11,10 +11,11 @@ import pytest
 from mcap_ros2.reader import read_ros2_messages
 from rosbags.interfaces import QosDurability
 from rosbags.rosbag2 import Reader
-from test_bagio import write_sim_bag
+from test_bag import write_sim_bag
 
-from robogym_ros.recorder.bagio import BagError, read_bag
-from robogym_ros.recorder.repair import repair_bag
+from robogym_ros.recorder.bag.format import BagError
+from robogym_ros.recorder.bag.reader import read_bag
+from robogym_ros.recorder.bag.repair import repair_bag
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")  # mcap_ros2.reader: the reader
 N_TICKS = 3000  # ~7 MiB: several 1 MiB chunks, so the cut falls inside one

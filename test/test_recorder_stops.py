@@ -23,8 +23,9 @@ from rosbags.rosbag2 import Reader
 from test_recorder import FIRST, RecorderRun, assert_no_traceback, check, fresh_ns, make_spec, recorder
 from test_recorder_faults import StandInSim, wait_for_log
 
-from robogym_ros.nodes import messages
-from robogym_ros.recorder.bagio import read_bag
+from robogym_ros.nodes.sim_node import tick_messages
+from robogym_ros.recorder.bag.reader import read_bag
+from robogym_ros.ros import stamps
 
 STOP_WITHIN_S = 2.0  # issue 7: every node stops within 2 s
 
@@ -58,9 +59,9 @@ def stream_forever(sim, physics, ticks, stop: threading.Event, period_s=0.005):
     base = ticks[FIRST:]
     k = 0
     while not stop.is_set():
-        stamp = messages.stamp_msg(base[0].stamp_ns + k * physics.control_dt_ns)
+        stamp = stamps.stamp_msg(base[0].stamp_ns + k * physics.control_dt_ns)
         for kind in ("js", "gt"):  # the real sim's order: joint_states, then its truth
-            msg = messages.joint_state(base[k % len(base)], names)
+            msg = tick_messages.joint_state(base[k % len(base)], names)
             msg.header.stamp = stamp
             sim.pub[kind].publish(msg)
         k += 1
@@ -92,6 +93,7 @@ def assert_bag_finalised(bag: Path) -> None:
     # A second signal 0.15..0.45 s after the first used to land while Python finalised (its
     # handlers back to the defaults) and turned a clean exit into "killed by SIGINT".
     ids=["sigint", "two_sigints_0.1s", "two_sigints_0.3s", "sigterm", "sigterm_then_sigint"])
+@pytest.mark.long
 def test_signal_mid_recording_gives_a_verdict_and_a_finalised_bag(ros, long_ticks, tmp_path, signals, gap_s):
     with recording_a_stream(tmp_path, long_ticks, "sig", "bag") as (run, bag):
         time.sleep(1.0)
@@ -218,3 +220,51 @@ def test_a_signal_before_the_recorder_node_exists_is_no_verdict():
     proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
     assert proc.returncode == 2, proc.stdout + proc.stderr
     assert_no_traceback(proc.stdout + proc.stderr)
+
+
+def test_a_recordings_end_keeps_each_frames_image_and_camera_info_together(ros, tmp_path):
+    """The real sim with three cameras, recorded to its end (--duration): every camera's image_raw
+    and camera_info counts match in the bag, stamp for stamp. They did not: the end came when the
+    last camera's last image arrived, before its camera_info (published right after it), so the bag
+    held one image more, 3 of 3 times."""
+    from simharness import SimProcessUnderTest
+    ns = fresh_ns("pairs")
+    sim = SimProcessUnderTest(ns, tmp_path, camera_period_s=0.1)
+    bag = tmp_path / "bag"
+    try:
+        rc, out, _ = recorder(tmp_path, "--duration", "2", "--spec-timeout", "60", "--record", str(bag), ns=ns,
+                              timeout_s=120)
+    finally:
+        sim.stop()
+    assert_no_traceback(out)
+    data = read_bag(bag)
+    assert len(data.camera_info) == 3, data.topics
+    for cam, info in data.camera_info.items():
+        images = sorted(im.stamp_ns for im in data.images if im.camera == cam)
+        assert len(images) > 5 and images == sorted(info.stamp_ns.tolist()), (cam, len(images), len(info.stamp_ns))
+
+
+def test_a_bag_whose_frames_lack_a_camera_info_says_which(tmp_path):
+    """A bag from elsewhere (or cut) with an image whose camera_info is missing: the verdict says so."""
+    from test_bag import write_sim_bag
+
+    from robogym_ros.recorder.bag.writer import BagWriter
+    from robogym_ros.recorder.offline import check_bag
+    write_sim_bag(tmp_path / "whole")
+    assert not [n for n in check_bag(tmp_path / "whole").notes if "camera_info" in n]
+    with BagWriter(tmp_path / "cut") as bag:  # the same, its last frame's camera_info left out
+        data = read_bag(tmp_path / "whole")
+        for topic in ("/joint_states", "/ground_truth/joint_states"):
+            series = data.joint_states if topic == "/joint_states" else data.ground_truth
+            for k, s in enumerate(series.stamp_ns):
+                bag.write_joint_state(topic, int(s), series.names, series.position[k], series.velocity[k])
+        bag.write_spec("/robogym_sim/spec", data.spec)
+        stamps = [im.stamp_ns for im in data.images]
+        for s in stamps:
+            bag.write_image("/cameras/overhead/image_raw", s, 32, 24, bytes(32 * 24 * 3))
+            if s != stamps[-1]:
+                bag.write_camera_info("/cameras/overhead/camera_info", s, 32, 24, [20.0, 0, 16, 0, 20.0, 12, 0, 0, 1])
+    notes = [n for n in check_bag(tmp_path / "cut").notes if "camera_info" in n]
+    assert notes == [f"overhead: {len(stamps)} image_raw and {len(stamps) - 1} camera_info in the bag: 1 image "
+                     f"without its camera_info ({stamps[-1] / 1e9:.3f} s); the recording began or ended between "
+                     f"the two messages of a frame"], notes

@@ -1,4 +1,4 @@
-"""The visual verdict (robogym_ros.recorder.report): report.html and its PNGs from a verdict
+"""The visual verdict (robogym_ros.recorder.report.page): report.html and its PNGs from a verdict
 and the recorded arrays of real physics; a fault-injected run's report marks the fault; and
 the page loads in a real browser (headless Chromium) with every image, screenshot saved."""
 from __future__ import annotations
@@ -13,10 +13,12 @@ import pytest
 from browser import Browser, chromium_path
 
 from robogym_ros import checks
-from robogym_ros.recorder.report import REPORT_HTML, ReportData, lateness_histogram, write_report
+from robogym_ros.recorder.report.data import ReportData
+from robogym_ros.recorder.report.figures import lateness_histogram
+from robogym_ros.recorder.report.page import REPORT_HTML, write_report
 from robogym_ros.recorder.verdict import Verdict
 from robogym_ros.sim.physics import Physics, default_model_path
-from robogym_ros.sim.trajectory import targets_at
+from robogym_ros.sim.scripted_motion import targets_at
 
 N_TICKS = 150
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
@@ -79,11 +81,13 @@ def test_a_clean_run_passes_with_every_figure(truth, tmp_path):
     text = report.html.read_text()
     assert 'id="verdict-status">PASS<' in text and 'class="figure fail"' not in text
     assert report.figure("positions").marks["aliased_slots"] == 0
-    assert report.figure("tick_grid").marks == {"dropped": 0, "duplicated": 0, "reordered": 0, "restarts": 0}
+    grid = report.figure("tick_grid").marks
+    assert {k: grid[k] for k in ("dropped", "duplicated", "reordered", "restarts")} == {
+        "dropped": 0, "duplicated": 0, "reordered": 0, "restarts": 0}
     assert report.figure("velocity").level == "ok"
-    lateness = report.figure("lateness")
-    assert lateness.marks["histogram"] and lateness.level == "warn"  # 3 late steps: a warning, as in diagnostics
-    assert report.figure("cameras").marks == {"cameras": 1, "frames_shown": 3}
+    assert report.figure("lateness").marks["histogram"]
+    sheet = report.figure("cameras").marks
+    assert sheet["cameras"] == 1 and sheet["frames_shown"] == 3
 
 
 def test_an_aliased_buffer_is_marked_in_the_report(truth, tmp_path):
@@ -197,7 +201,7 @@ def test_the_demo_writes_the_report_from_its_bag_and_verdict(truth, tmp_path):
     """robogym_demo's report step: the recorder's verdict.json and bag become report.html with
     the camera contact sheet decoded from the bag's images."""
     from robogym_ros.contract import CameraSpec, JointSpec, Spec
-    from robogym_ros.recorder.bagio import BagWriter
+    from robogym_ros.recorder.bag.writer import BagWriter
     from robogym_ros.tools.demo import write_demo_report
     physics, stamps, q, qd = truth
     spec = Spec(joints=tuple(JointSpec(n) for n in physics.joint_names), control_dt_ns=physics.control_dt_ns,
@@ -222,7 +226,7 @@ def test_the_demo_writes_the_report_from_its_bag_and_verdict(truth, tmp_path):
 
 
 def test_frames_from_the_recorders_ring(tmp_path):
-    from robogym_ros.recorder.report_inputs import frames_from_ring
+    from robogym_ros.recorder.report.inputs import frames_from_ring
     from robogym_ros.recorder.ring import ImageRing
     ring = ImageRing(100, pixel_budget_bytes=10 * 32 * 24 * 3)
     for k in range(20):  # only the newest 10 keep their pixels
@@ -238,7 +242,7 @@ def test_the_recorder_writes_the_report_it_is_asked_for(tmp_path):
     import subprocess
     import sys
 
-    from test_bagio import write_sim_bag
+    from test_bag import write_sim_bag
     write_sim_bag(tmp_path / "bag")
     cli = [sys.executable, "-m", "robogym_ros.nodes.recorder_cli"]
     run = subprocess.run([*cli, "--bag", str(tmp_path / "bag"), "--report", str(tmp_path / "report")],
@@ -253,3 +257,114 @@ def test_the_recorder_writes_the_report_it_is_asked_for(tmp_path):
                          capture_output=True, text=True, timeout=120)
     assert run.returncode == 2 and "--report" in run.stderr and "is not a writable folder" in run.stderr, \
         run.stdout + run.stderr
+
+
+def test_the_tick_grid_is_drawn_over_sim_time(truth, tmp_path):
+    """The x axis is sim time (it was the message index): a dropped tick is marked at its own stamp."""
+    _, stamps, q, _ = truth
+    keep = np.ones(len(stamps), bool)
+    keep[[40, 41, 90]] = False  # three ticks dropped, two places
+    verdict, data = run(truth, stamps[keep], q[keep])
+    fig = report_of(tmp_path, verdict, data).figure("tick_grid")
+    assert fig.failed and "sim time" in fig.marks["x_axis"]
+    assert fig.marks["dropped_at_s"] == pytest.approx((stamps[[40, 41, 90]] / 1e9).tolist())
+    lo, hi = fig.marks["xlim_s"]
+    assert lo <= stamps[0] / 1e9 and hi >= stamps[-1] / 1e9 and hi < stamps[-1] / 1e9 + 1.0
+
+
+def test_an_exact_slot_is_drawn_at_zero(truth, tmp_path):
+    """"Error per slot" drew every exact slot at 1e-12 on a log axis while the table said max 0: zero
+    is drawn as zero, on a labelled 0 line, and the title states the same max as the check."""
+    _, stamps, q, qd = truth
+    verdict, data = run(truth, stamps, q.copy(), qd.copy())
+    assert "max 0 over" in checks.by_name(verdict.results, "slot_error").summary
+    fig = report_of(tmp_path, verdict, data).figure("slot_error")
+    assert fig.marks["max_error"] == 0 and fig.marks["slots_exact"] == len(stamps)
+    assert fig.marks["drawn_min"] == 0.0 and 0.0 in fig.marks["y_ticks"]
+    assert "sim time" in fig.marks["x_axis"]
+    # a slot off by 1e-6 is drawn where it is, beyond the tolerance
+    off = q.copy()
+    off[10, 3] += 1e-6
+    fig = report_of(tmp_path / "off", *run(truth, stamps, off, qd.copy())).figure("slot_error")
+    assert fig.failed and fig.marks["max_error"] == pytest.approx(1e-6) and fig.marks["slots_exact"] == len(stamps) - 1
+
+
+def test_the_contact_sheet_stays_inside_the_judged_window(truth, tmp_path):
+    """A sheet "first, middle, last" showed a "last" frame after the recording ended: frames outside
+    the window the verdict judged are not drawn, and the sheet says the window."""
+    from robogym_ros.contract import JointSpec, Spec
+    from robogym_ros.recorder.judge import verdict_results
+    physics, stamps, q, qd = truth
+    spec = Spec(joints=tuple(JointSpec(n) for n in physics.joint_names), control_dt_ns=physics.control_dt_ns,
+                decimation=physics.decimation)
+    part = slice(20, 120)  # judged: ticks 20..119; kept frames run from tick 0 to 40 ticks past the end
+    results = verdict_results(stamps[part], q[part], qd[part], stamps[part], q[part], qd[part], spec)
+    verdict = Verdict(results)
+    dt = physics.control_dt_ns
+    after = [int(stamps[119] + k * dt) for k in (10, 40)]
+    frames = {"overhead": [(int(s), np.full((24, 32, 3), OUTSIDE_RGB if s < stamps[20] or s > stamps[119] else 90,
+                                            np.uint8)) for s in list(stamps[:120:15]) + after]}
+    data = ReportData(tuple(physics.joint_names), dt, stamps[part], q[part], stamps[part], q[part], qd[part], qd[part],
+                      physics.decimation, frames=frames)
+    report = report_of(tmp_path, verdict, data)
+    assert not shows_outside_frames(report.figure("cameras").path)  # what was drawn: no frame from outside
+    sheet = report.figure("cameras").marks
+    assert sheet["window_ns"] == [int(stamps[20]), int(stamps[119])]
+    assert sheet["frames_shown"] == 3 and all(stamps[20] <= s <= stamps[119] for s in sheet["stamps_ns"]), sheet
+    assert sheet["kept_outside_window"] == 2 + 2  # 2 before tick 20 (ticks 0, 15), 2 after the end
+    assert "inside the judged window" in report.figure("cameras").caption
+
+
+def test_the_lateness_figure_does_not_warn_beside_a_pass(truth, tmp_path):
+    """No check judges the sim's pacing: its late steps are stated, never a WARN beside a PASS verdict."""
+    _, stamps, q, qd = truth
+    verdict, data = run(truth, stamps, q.copy(), qd.copy())
+    report = write_report(tmp_path, verdict, data, diagnostics=DIAGNOSTICS)  # 3 late steps
+    fig = report.figure("lateness")
+    assert verdict.status == "pass" and fig.level == "ok"
+    assert "3 late steps" in fig.marks["title"] and "WARN" not in fig.marks["title"]
+    assert "WARN" not in report.html.read_text()
+
+
+def test_a_stopped_stream_is_red_from_its_last_stamp_to_the_end(tmp_path):
+    """The streams figure draws the streams check's own figures over sim time: a stream that stopped
+    is a red span from its last stamp to where the recording ended; a live one is not."""
+    from robogym_ros.checks import RunStateReport, StreamActivity, check_stream_end
+    dead = StreamActivity("joint_states", 200, 2_000_000_000, 2.0, 5.0, first_stamp_ns=10_000_000,
+                          first_arrival_s=0.01)
+    live = StreamActivity("ground_truth/joint_states", 500, 4_990_000_000, 4.99, 5.0, True, 3,
+                          first_stamp_ns=10_000_000, first_arrival_s=0.01)
+    streams = check_stream_end([dead, live], [RunStateReport(False, 0, "start")], silence_s=1.0)
+    finding = streams.findings[0]
+    assert finding.figures["silent_to_ns"] == pytest.approx(5_000_000_000, abs=20_000_000)  # 3 s more at 1x
+    report = write_report(tmp_path, Verdict([streams]), None)
+    fig = report.figure("streams")
+    assert fig.failed and fig.marks["x_axis"] == "sim time [s]" and fig.checks == ("streams",)
+    (span,) = fig.marks["failures"]
+    assert span["row"] == "joint_states" and span["from_s"] == 2.0
+    assert span["to_s"] == pytest.approx(finding.figures["silent_to_ns"] / 1e9)
+    png = cv2.imread(str(fig.path))  # the span is drawn red where the marks say
+    x0, y0, x1, y1 = span["px"]
+    box = png[y0 + 3:y1 - 3, x0 + 3:x1 - 3].reshape(-1, 3).astype(int)
+    red = (box[:, 2] > 150) & (box[:, 1] < 90) & (box[:, 0] < 90)  # BGR: #c62828 and its white hatching
+    assert red.mean() > 0.5, red.mean()
+    text = report.html.read_text()
+    assert '<figure class="figure fail" id="fig-streams"' in text
+    assert '<td class="figure-link"><a href="#fig-streams">streams</a></td>' in text
+    healthy = check_stream_end([live], [], silence_s=1.0)
+    fig = write_report(tmp_path / "live", Verdict([healthy]), None).figure("streams")
+    assert not fig.failed and fig.marks["failures"] == []
+
+
+OUTSIDE_RGB = (255, 0, 255)  # frames outside the judged window, in a colour nothing else in a sheet has
+
+
+def shows_outside_frames(png: Path) -> bool:
+    """Whether a contact sheet drew any pixel of an OUTSIDE_RGB frame (a block of them: a whole frame)."""
+    bgr = cv2.imread(str(png)).astype(int)
+    magenta = (bgr[..., 2] > 240) & (bgr[..., 1] < 15) & (bgr[..., 0] > 240)
+    return int(magenta.sum()) > 100
+
+
+def report_of(out, verdict, data):
+    return write_report(out, verdict, data)

@@ -13,9 +13,9 @@ from rclpy.serialization import deserialize_message
 from sensor_msgs.msg import JointState
 from simharness import MODELS, Observer
 
-from robogym_ros.nodes import messages
-from robogym_ros.nodes.sim_node import SimNode
+from robogym_ros.nodes.sim_node.node import SimNode
 from robogym_ros.params import SIM_PARAMS
+from robogym_ros.ros.stamps import stamp_msg, stamp_ns
 from robogym_ros.sim.loop import LoopConfig
 from robogym_ros.sim.physics import Physics, default_model_path
 from robogym_ros.sim.process import SimProcess
@@ -88,11 +88,11 @@ def test_oldest_slot_assertion_catches_a_mutated_message():
     shared = JointState()
     kept, truth = [], []
     for i in range(8):
-        shared.header.stamp = messages.stamp_msg((i + 1) * 10_000_000)
+        shared.header.stamp = stamp_msg((i + 1) * 10_000_000)
         shared.position = [0.25 * (i + 1)]
         shared.velocity, shared.effort = [0.0], [0.0]
         t = JointState()
-        t.header.stamp = messages.stamp_msg((i + 1) * 10_000_000)
+        t.header.stamp = stamp_msg((i + 1) * 10_000_000)
         t.position, t.velocity = [0.25 * (i + 1)], [0.0]
         truth.append(t)
         kept.append(shared)
@@ -145,9 +145,9 @@ def test_commands_reach_targets_and_partial_commands_keep_the_rest(make_sim):
     wait_ticks(obs, 10)
     a, b = "left_shoulder_pan", "left_elbow_flex"
     obs.send([a], [0.6])
-    t_sent = messages.stamp_ns(obs.snapshot(obs.joint_states)[-1].header.stamp)
+    t_sent = stamp_ns(obs.snapshot(obs.joint_states)[-1].header.stamp)
     obs.wait_for(lambda: abs(latest_position(obs, a) - 0.6) < 0.02, 10, f"{a} at 0.6")
-    t_reached = messages.stamp_ns(obs.snapshot(obs.joint_states)[-1].header.stamp)
+    t_reached = stamp_ns(obs.snapshot(obs.joint_states)[-1].header.stamp)
     # Expected: the same move in the same physics without ROS. Through ROS it may start some
     # ticks later (transport, a loaded machine), never sooner, and must not take longer.
     expected_s = offline_settle_time_s("left_shoulder_pan", 0.6)
@@ -185,6 +185,7 @@ BAD_COMMANDS = [
 ]
 
 
+@pytest.mark.long
 def test_bad_commands_are_rejected_whole_with_a_reason(make_sim):
     _, obs = make_sim()
     wait_ticks(obs, 10)
@@ -214,12 +215,12 @@ def test_pause_step_reset_resume_and_a_monotonic_clock(make_sim):
     assert reply.success, reply.message
     # Published before the answer: it must arrive at once, not one tick later.
     obs.wait_for(lambda: len(obs.snapshot(obs.joint_states)) == 1, 2, "the stepped tick")
-    first = messages.stamp_ns(obs.snapshot(obs.joint_states)[0].header.stamp)
+    first = stamp_ns(obs.snapshot(obs.joint_states)[0].header.stamp)
     assert first == control_dt_ns
     obs.call("step")
     obs.wait_for(lambda: len(obs.snapshot(obs.joint_states)) == 2, 2, "second step")
     time.sleep(0.2)
-    stamps = [messages.stamp_ns(m.header.stamp) for m in obs.snapshot(obs.joint_states)]
+    stamps = [stamp_ns(m.header.stamp) for m in obs.snapshot(obs.joint_states)]
     assert stamps == [control_dt_ns, 2 * control_dt_ns], "step advanced != one control tick"
 
     assert obs.call("resume").success
@@ -243,7 +244,7 @@ def test_pause_step_reset_resume_and_a_monotonic_clock(make_sim):
     pan = list(reset_tick.name).index("left_shoulder_pan")
     assert len(obs.snapshot(obs.joint_states)) == n + 2
     assert abs(reset_tick.position[pan] - 0.7) > 0.3, "the latest joint_states still shows the old episode"
-    assert messages.stamp_ns(reset_tick.header.stamp) == messages.stamp_ns(before_reset.header.stamp) + control_dt_ns
+    assert stamp_ns(reset_tick.header.stamp) == stamp_ns(before_reset.header.stamp) + control_dt_ns
     time.sleep(0.3)
     assert len(obs.snapshot(obs.joint_states)) == n + 2, "reset must stay paused"
     obs.call("step")
@@ -254,12 +255,12 @@ def test_pause_step_reset_resume_and_a_monotonic_clock(make_sim):
     obs.call("resume")
     wait_ticks(obs, 30)
     assert abs(latest_position(obs, "left_shoulder_pan") - after_reset.position[pan]) < 0.02
-    assert messages.stamp_ns(after_reset.header.stamp) > messages.stamp_ns(before_reset.header.stamp)
+    assert stamp_ns(after_reset.header.stamp) > stamp_ns(before_reset.header.stamp)
 
-    clock = [messages.stamp_ns(c.clock) for c in obs.snapshot(obs.clock)]
+    clock = [stamp_ns(c.clock) for c in obs.snapshot(obs.clock)]
     assert len(clock) > 60
     assert all(b > a for a, b in zip(clock, clock[1:])), "/clock went backwards or stalled"
-    stamps = [messages.stamp_ns(m.header.stamp) for m in obs.snapshot(obs.joint_states)]
+    stamps = [stamp_ns(m.header.stamp) for m in obs.snapshot(obs.joint_states)]
     assert all(b - a == control_dt_ns for a, b in zip(stamps, stamps[1:])), "a tick was lost"
 
 
@@ -291,10 +292,10 @@ def test_decimation_changes_the_joint_states_period_and_nothing_else(make_sim):
         obs.call("pause")
         time.sleep(0.2)
         js = obs.snapshot(obs.joint_states)
-        stamps = [messages.stamp_ns(m.header.stamp) for m in js]
+        stamps = [stamp_ns(m.header.stamp) for m in js]
         assert {b - a for a, b in zip(stamps, stamps[1:])} == {decimation * 2_000_000}
         pan = list(js[0].name).index("left_shoulder_pan")
-        settle_s[decimation] = next(messages.stamp_ns(m.header.stamp) for m in js
+        settle_s[decimation] = next(stamp_ns(m.header.stamp) for m in js
                                     if abs(m.position[pan] - 0.6) < 0.02) * 1e-9
     # Time to reach a target is a property of the servo, in seconds, not of the tick rate:
     # the two runs agree to within the coarser run's control tick.
@@ -303,6 +304,7 @@ def test_decimation_changes_the_joint_states_period_and_nothing_else(make_sim):
 
 
 @pytest.mark.parametrize("factor", [0.5, 2.0])
+@pytest.mark.long
 def test_real_time_factor_sets_the_pace(make_sim, factor):
     _, obs = make_sim(real_time_factor=factor, camera_period_s=0.0)
     obs.wait_for(lambda: obs.diag_values().get("real_time_factor_achieved", "nan") != "nan", 10, "rtf")

@@ -18,12 +18,15 @@ from simharness import Observer, new_namespace, start_sim, wait_for
 from std_msgs.msg import String
 
 from robogym_ros import contract
-from robogym_ros.nodes import qos
-from robogym_ros.nodes.messages import stamp_ns
-from robogym_ros.nodes.sim_interfaces import MAX_STEPS_PER_CALL, SERVICES, UNAVAILABLE
-from robogym_ros.recorder.bagio import read_bag
-from robogym_ros.sim.frames import camera_optical_frames
+from robogym_ros.nodes.sim_node.simulation_interfaces.common import UNAVAILABLE
+from robogym_ros.nodes.sim_node.simulation_interfaces.services import MAX_STEPS_PER_CALL, SERVICES
+from robogym_ros.recorder.bag.reader import read_bag
+from robogym_ros.ros import qos
+from robogym_ros.ros.stamps import stamp_ns
 from robogym_ros.sim.physics import default_model_path
+from robogym_ros.sim.tf_frames import camera_optical_frames
+
+pytestmark = pytest.mark.toolchain  # ./dev test-ros: under ../shared/ros-toolchain
 
 DT_NS = 10_000_000
 ENTITIES = ["left_base", "right_base", "block", "tray", "overhead", "left_wrist", "right_wrist"]
@@ -51,7 +54,7 @@ def scripted_physics():
 def test_entity_queries_leave_the_physics_bit_identical():
     """states() runs kinematics on a scratch MjData: lockstep stays bit-identical to local."""
     from robogym_ros.sim.entities import SceneEntities
-    from robogym_ros.sim.trajectory import targets_at
+    from robogym_ros.sim.scripted_motion import targets_at
     quiet_run, queried = scripted_physics(), scripted_physics()
     scene = SceneEntities(queried.model)
     for k in range(40):
@@ -69,7 +72,7 @@ def test_entity_states_round_trip_and_follow_the_motion():
     import mujoco
 
     from robogym_ros.sim.entities import SceneEntities
-    from robogym_ros.sim.trajectory import targets_at
+    from robogym_ros.sim.scripted_motion import targets_at
     p = scripted_physics()
     scene = SceneEntities(p.model)
     assert scene.names == tuple(ENTITIES) and scene.settable == ("block", "tray")
@@ -182,7 +185,7 @@ class Client(Observer):
         from rclpy.action import ActionClient
         from simulation_interfaces import action, srv
 
-        from robogym_ros.nodes.simulate_steps import FEEDBACK_QOS
+        from robogym_ros.nodes.sim_node.simulation_interfaces.simulate_steps import FEEDBACK_QOS
         base = f"/{namespace}/{contract.SIM_NODE}"
         types = {"get_simulator_features": srv.GetSimulatorFeatures, "get_simulation_state": srv.GetSimulationState,
                  "set_simulation_state": srv.SetSimulationState, "reset_simulation": srv.ResetSimulation,
@@ -327,7 +330,8 @@ def test_bad_step_requests_get_the_standard_error_and_change_nothing(api):
     ok(api.api_call("set_simulation_state", state=request_state))
     try:
         assert sim_state(api) == S.STATE_PLAYING
-        refused(api.api_call("step_simulation", steps=3), Result.RESULT_INCORRECT_STATE, "playing")
+        # StepSimulation.srv: "Calling with simulation not paused will return RESULT_OPERATION_FAILED".
+        refused(api.api_call("step_simulation", steps=3), Result.RESULT_OPERATION_FAILED, "playing")
         refused(api.api_call("set_simulation_state", state=S(state=S.STATE_PLAYING)), 101, "already")
     finally:
         ok(api.api_call("set_simulation_state", state=S(state=S.STATE_PAUSED)))
@@ -382,24 +386,34 @@ def test_simulation_state_transitions(api):
 
 @needs_api
 def test_reset_simulation_scopes(api):
-    """SIMULATION_RESET and SIMULATION_RESET_STATE: a new episode under the next stamp, stopped;
-    time and spawned-entity scopes are refused and change nothing."""
+    """SIMULATION_RESET and SIMULATION_RESET_STATE: SCOPE_STATE is a new episode under the next stamp,
+    stopped. Time never goes back here, so SCOPE_TIME is refused, and so is every scope holding its
+    bit: SCOPE_ALL ("as if closed and launched again") and SCOPE_DEFAULT (the same as SCOPE_ALL)
+    answered OK without resetting time; SCOPE_SPAWNED too (nothing is spawned). Refused: nothing changes."""
     from simulation_interfaces.msg import Result
     from simulation_interfaces.msg import SimulationState as S
     from simulation_interfaces.srv import ResetSimulation as R
     ok(api.api_call("step_simulation", steps=2))
-    for scope in (R.Request.SCOPE_DEFAULT, R.Request.SCOPE_STATE, R.Request.SCOPE_ALL):
-        n = settled(api)
-        last = stamp_ns(api.snapshot(api.truth)[-1].header.stamp)
-        ok(api.api_call("reset_simulation", scope=scope), scope)
-        truth = wait_truth(api, n + 1)
-        assert stamp_ns(truth[-1].header.stamp) == last + DT_NS  # time goes on
-        assert sim_state(api) == S.STATE_STOPPED
-        assert api.snapshot(api.states)[-1].reason == "reset"
     n = settled(api)
-    for scope in (R.Request.SCOPE_TIME, R.Request.SCOPE_SPAWNED, R.Request.SCOPE_TIME | R.Request.SCOPE_STATE):
-        refused(api.api_call("reset_simulation", scope=scope), Result.RESULT_FEATURE_UNSUPPORTED, "not supported")
+    last = stamp_ns(api.snapshot(api.truth)[-1].header.stamp)
+    ok(api.api_call("reset_simulation", scope=R.Request.SCOPE_STATE))
+    truth = wait_truth(api, n + 1)
+    assert stamp_ns(truth[-1].header.stamp) == last + DT_NS  # time goes on
+    assert sim_state(api) == S.STATE_STOPPED
+    assert api.snapshot(api.states)[-1].reason == "reset"
+    ok(api.api_call("step_simulation", steps=1))
+    n, states = settled(api), len(api.snapshot(api.states))
+    for scope, code, fragment in (
+            (R.Request.SCOPE_TIME, Result.RESULT_FEATURE_UNSUPPORTED, "sim time never goes back"),
+            (R.Request.SCOPE_ALL, Result.RESULT_FEATURE_UNSUPPORTED, "SCOPE_ALL (255)"),
+            (R.Request.SCOPE_DEFAULT, Result.RESULT_FEATURE_UNSUPPORTED, "SCOPE_DEFAULT (0)"),
+            (R.Request.SCOPE_TIME | R.Request.SCOPE_STATE, Result.RESULT_FEATURE_UNSUPPORTED, "sim time never"),
+            (R.Request.SCOPE_SPAWNED, Result.RESULT_FEATURE_UNSUPPORTED, "nothing is ever spawned"),
+            (R.Request.SCOPE_STATE | R.Request.SCOPE_SPAWNED, Result.RESULT_FEATURE_UNSUPPORTED, "spawned"),
+            (16, Result.RESULT_OPERATION_FAILED, "16 is no scope")):
+        refused(api.api_call("reset_simulation", scope=scope), code, fragment, "SCOPE_STATE (2) is what a reset does")
     quiet(api, n)
+    assert len(api.snapshot(api.states)) == states and sim_state(api) == S.STATE_PAUSED  # nothing changed
 
 
 @needs_api
@@ -459,9 +473,36 @@ def test_simulate_steps_action_feedback_per_step_result_and_cancel(api):
     try:
         outcome, _ = send(5)
         assert outcome.status == 6
-        refused(outcome.result, Result.RESULT_INCORRECT_STATE, "playing")
+        refused(outcome.result, Result.RESULT_OPERATION_FAILED, "playing")  # as SimulateSteps.action says
     finally:
         ok(api.api_call("set_simulation_state", state=S(state=S.STATE_PAUSED)))
+
+
+@needs_api
+def test_a_client_with_the_readme_qos_gets_a_feedback_for_every_step(api):
+    """The README's client: an rclpy ActionClient with feedback_sub_qos_profile=QoSProfile(depth=1000)
+    and a feedback callback, that asks for the result once the feedback says remaining_steps 0
+    (rclpy drops a goal's feedback that is still queued when its result comes): every step's
+    feedback, in order. The default depth of 10 lost ~20 % of them (2,962 of 3,618)."""
+    from rclpy.action import ActionClient
+    from rclpy.qos import QoSProfile
+    from simulation_interfaces.action import SimulateSteps
+    client = ActionClient(api.node, SimulateSteps, api.spec["simulation_interfaces"]["actions"]["simulate_steps"],
+                          feedback_sub_qos_profile=QoSProfile(depth=1000))
+    try:
+        assert client.wait_for_server(timeout_sec=20)
+        heard: list = []
+        steps = 3000
+        sent = client.send_goal_async(SimulateSteps.Goal(steps=steps), feedback_callback=lambda m: heard.append(
+            (m.feedback.completed_steps, m.feedback.remaining_steps)))
+        api.wait_for(sent.done, 20, "goal response")
+        api.wait_for(lambda: heard and heard[-1][1] == 0, 120, "the last step's feedback")
+        done = sent.result().get_result_async()
+        api.wait_for(done.done, 20, "the result")
+        assert done.result().status == 4  # GoalStatus.STATUS_SUCCEEDED
+        assert heard == [(k, steps - k) for k in range(1, steps + 1)]
+    finally:
+        client.destroy()
 
 
 # --- entities ---------------------------------------------------------------------------------------
@@ -509,7 +550,9 @@ def test_get_entities_and_their_filters(api):
             (bounds(Bounds.TYPE_SPHERE, (0, 0, 0)), Result.RESULT_OPERATION_FAILED, "needs 2 finite points"),
             (bounds(Bounds.TYPE_SPHERE, (0, 0, 0), (-1, 0, 0)), Result.RESULT_OPERATION_FAILED, "radius -1 < 0"),
             (bounds(Bounds.TYPE_BOX, (0, 0, 0), (math.nan, 0, 0)), Result.RESULT_OPERATION_FAILED, "finite"),
-            (bounds(Bounds.TYPE_EMPTY, (0, 0, 0)), Result.RESULT_OPERATION_FAILED, "TYPE_EMPTY but has 1 points")):
+            (bounds(Bounds.TYPE_EMPTY, (0, 0, 0)), Result.RESULT_OPERATION_FAILED, "TYPE_EMPTY but has 1 points"),
+            # No type of the standard: a bad request (was RESULT_FEATURE_UNSUPPORTED).
+            (bounds(9, (0, 0, 0), (1, 0, 0)), Result.RESULT_OPERATION_FAILED, "type 9 is no Bounds type")):
         refused(api.api_call("get_entities", filters=EntityFilters(bounds=bad)), code, fragment)
     refused(api.api_call("get_entities", filters=EntityFilters(filter="(")), Result.RESULT_OPERATION_FAILED,
             "not a regular expression")
@@ -606,7 +649,9 @@ BAD_STATES = [  # entity, state_msg arguments, code, what the message names
     ("block", (0.1, 0.0, 0.1), {"linear": (0.0, math.inf, 0.0)}, 101, "twist.linear.y is inf"),
     ("block", (0.1, 0.0, 0.1, 0.0, 0.0, 0.0, 0.0), {}, 101, "not a unit quaternion (norm 0"),
     ("block", (0.1, 0.0, 50.0), {}, 101, "pose.position.z = 50 m is outside the world"),
-    ("block", (0.1, 0.0, 0.1), {"frame_id": "map"}, 0, "'map'"),
+    ("block", (0.1, 0.0, 0.1), {"frame_id": "foo"}, 2, "'foo' is no frame of this sim"),  # was 0 (unsupported)
+    ("block", (0.1, 0.0, 0.1), {"frame_id": "left_base"}, 0, "not relative to a link"),  # a frame there is
+    ("block", (0.1, 0.0, 0.1), {"frame_id": "tray"}, 0, "'tray'"),
 ]
 
 

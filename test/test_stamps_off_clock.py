@@ -11,10 +11,10 @@ msgs = pytest.importorskip("trajectory_msgs.msg", reason="trajectory_msgs is not
 
 from sensor_msgs.msg import JointState  # noqa: E402
 
-from robogym_ros.nodes import qos  # noqa: E402
-from robogym_ros.nodes.clock_check import MAX_OFF_S, off_clock  # noqa: E402
-from robogym_ros.nodes.messages import stamp_msg  # noqa: E402
-from robogym_ros.nodes.trajectory_subscriber import JOINT_TRAJECTORY  # noqa: E402
+from robogym_ros.nodes.sim_node.trajectory_subscriber import JOINT_TRAJECTORY  # noqa: E402
+from robogym_ros.ros import qos  # noqa: E402
+from robogym_ros.ros.stamps import stamp_msg  # noqa: E402
+from robogym_ros.sim.clock_check import MAX_OFF_S, off_clock  # noqa: E402
 
 S = 1_000_000_000
 PAN = "left_shoulder_pan"

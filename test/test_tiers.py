@@ -15,32 +15,49 @@ PACKAGE = Path(__file__).parents[1] / "robogym_ros"
 ROS = {"rclpy", "rcl_interfaces", "builtin_interfaces", "sensor_msgs", "geometry_msgs", "std_msgs",
        "std_srvs", "rosgraph_msgs", "diagnostic_msgs", "trajectory_msgs", "tf2_msgs", "visualization_msgs",
        "simulation_interfaces", "control_msgs"}
-# tier: (tiers it may import, third-party packages it may import)
+# tier: (tiers it may import, third-party packages it may import). A tier is a folder under
+# robogym_ros/ (or a sub-folder named here: envs.ros); a module belongs to the longest one.
+# ROS libraries only in ros/, nodes/ and envs/ros/.
 RULES: dict[str, tuple[set[str], set[str]]] = {
     "contract": (set(), set()),
+    # the wire format (CDR), shared by the sim node, the recorder and the envs
+    "wire": ({"contract"}, {"numpy"}),
     "sim": ({"contract"}, {"mujoco", "numpy"}),
     "checks": ({"contract"}, {"numpy"}),
     "camera": ({"contract", "sim"}, {"mujoco", "numpy", "cv2", "OpenGL"}),
     # the scripted expert: IK on the scene's MJCF; no ROS, no Gymnasium (the env is duck-typed)
     "expert": ({"contract", "sim"}, {"mujoco", "numpy"}),
-    "recorder": ({"contract", "checks"}, {"numpy", "rosbags", "mcap", "mcap_ros2", "matplotlib"}),
-    "nodes": ({"contract", "sim", "checks", "camera", "recorder", "expert"}, ROS | {"numpy", "mujoco", "yaml"}),
-    "envs": ({"contract", "sim", "checks", "camera", "recorder", "nodes", "expert"},
-             ROS | {"numpy", "mujoco", "gymnasium", "gymnasium_robotics", "ray"}),  # ray: envs/ray_fleet.py only
-    "tools": ({"contract", "sim", "checks", "camera", "recorder", "nodes", "envs", "expert"},
-              ROS | {"numpy", "mujoco", "gymnasium", "matplotlib"}),
+    "recorder": ({"contract", "checks", "wire"}, {"numpy", "rosbags", "mcap", "mcap_ros2", "matplotlib"}),
+    # rclpy glue every ROS program shares: QoS profiles, stamps
+    "ros": ({"contract"}, ROS),
+    # live views without ROS: observations joined by tick, the frame hub, the viewer's page and
+    # HTTP server, the bearer-token guard (stdlib http.server; ASGI by duck typing)
+    "live": ({"contract"}, {"numpy", "cv2"}),
+    # mcp, uvicorn, anyio: robogym_mcp (nodes/mcp/), the optional "agents" extra
+    "nodes": ({"contract", "wire", "sim", "checks", "camera", "recorder", "expert", "ros", "live"},
+              ROS | {"numpy", "mujoco", "yaml", "mcp", "uvicorn", "anyio"}),
+    # the env's ROS modes: the only part of envs/ that imports rclpy
+    "envs.ros": ({"contract", "wire", "sim", "ros"}, ROS | {"numpy"}),
+    "envs": ({"contract", "wire", "sim", "checks", "camera", "expert", "envs.ros"},
+             {"numpy", "mujoco", "gymnasium", "gymnasium_robotics", "ray"}),  # ray: envs/vector/ray_fleet.py only
+    "tools": ({"contract", "wire", "sim", "checks", "camera", "recorder", "ros", "nodes", "envs", "envs.ros",
+               "expert"}, {"numpy", "mujoco", "gymnasium", "matplotlib"}),
     # LeRobot datasets from bags and local rollouts; never imported by the sim or the recorder
     "export": ({"contract", "sim", "checks", "recorder", "envs", "expert"},
                {"numpy", "gymnasium", "lerobot", "torch", "av"}),
 }
-ROOT_MODULES = {"__init__", "contract", "params"}  # robogym_ros/*.py: the contract tier
+ROOT_MODULES = {"__init__", "contract", "params", "processes"}  # robogym_ros/*.py: the contract tier
 
 
 def tier_of(module: str) -> str:
-    """Tier of a robogym_ros module name (``robogym_ros.sim.loop`` -> ``sim``)."""
+    """Tier of a robogym_ros module name (``robogym_ros.sim.loop`` -> ``sim``,
+    ``robogym_ros.envs.ros.ticks`` -> ``envs.ros``): the longest tier its path starts with."""
     parts = module.split(".")
     if len(parts) == 1 or parts[1] in ROOT_MODULES:
         return "contract"
+    for n in range(len(parts), 1, -1):
+        if ".".join(parts[1:n]) in RULES:
+            return ".".join(parts[1:n])
     return parts[1]
 
 
@@ -128,3 +145,112 @@ def test_the_walker_sees_a_forbidden_import(tmp_path, monkeypatch):
     with pytest.raises(AssertionError, match=r"robogym_ros.sim.bad imports rclpy[\s\S]*"
                                              r"robogym_ros.sim.bad imports robogym_ros.nodes \(tier nodes\)"):
         test_tier_imports_only_what_its_folder_allows("sim")
+
+
+def import_graph(package: Path) -> dict[str, set[str]]:
+    """module -> the robogym_ros modules it imports, at any depth of its code. ``from pkg import
+    mod`` is an arrow to ``pkg.mod``; ``from pkg.mod import name`` to ``pkg.mod``; a package's
+    __init__ is the package."""
+    found = _modules_under(package)
+    graph = {}
+    for name, path in found.items():
+        own_package = name if path.name == "__init__.py" else name.rsplit(".", 1)[0]
+        targets = set()
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.Import):
+                wanted = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level:
+                    parts = own_package.split(".")
+                    base = ".".join(parts[:len(parts) - node.level + 1] + ([node.module] if node.module else []))
+                wanted = [f"{base}.{a.name}" for a in node.names]
+            else:
+                continue
+            for imp in wanted:
+                while imp and imp not in found:  # an attribute of a module: the module itself
+                    imp = imp.rpartition(".")[0]
+                if imp and imp != name:
+                    targets.add(imp)
+        graph[name] = targets
+    return graph
+
+
+def _modules_under(package: Path) -> dict[str, Path]:
+    found = {}
+    for path in sorted(package.rglob("*.py")):
+        rel = path.relative_to(package.parent).with_suffix("")
+        found[".".join(p for p in rel.parts if p != "__init__")] = path
+    return found
+
+
+def circles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The import circles (strongly connected components of more than one module, or a module
+    that imports itself), each sorted."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    out = []
+
+    def visit(v: str) -> None:  # Tarjan's algorithm
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w in graph.get(v, ()):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                out.append(sorted(component))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return out
+
+
+def test_no_import_circles():
+    found = circles(import_graph(PACKAGE))
+    assert not found, "modules that import each other in a circle:\n  " + "\n  ".join(" <-> ".join(c) for c in found)
+
+
+def private_imports(package: Path) -> list[str]:
+    """``from robogym_ros.x import _name``: a module's private name used by another module."""
+    bad = []
+    for name, path in _modules_under(package).items():
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.ImportFrom) and (node.level or (node.module or "").startswith("robogym_ros")):
+                bad += [f"{name} imports {node.module or '.'}.{a.name}" for a in node.names
+                        if a.name.startswith("_") and not a.name.startswith("__")]
+    return bad
+
+
+def test_no_module_imports_another_modules_private_name():
+    bad = private_imports(PACKAGE)
+    assert not bad, "private names imported from another module (make them public, or move the code):\n  " + \
+        "\n  ".join(bad)
+
+
+def test_circles_and_private_imports_are_seen(tmp_path):
+    """Positive control: two modules that import each other (one inside a function), and a
+    private name taken from a sibling, are each caught."""
+    pkg = tmp_path / "robogym_ros"
+    (pkg / "sim").mkdir(parents=True)
+    (pkg / "__init__.py").write_text("")
+    (pkg / "sim" / "__init__.py").write_text("")
+    (pkg / "sim" / "a.py").write_text("from robogym_ros.sim.b import thing\n")
+    (pkg / "sim" / "b.py").write_text("def thing():\n    from robogym_ros.sim import a\n")
+    (pkg / "sim" / "c.py").write_text("from .a import _hidden\n")
+    assert circles(import_graph(pkg)) == [["robogym_ros.sim.a", "robogym_ros.sim.b"]]
+    assert private_imports(pkg) == ["robogym_ros.sim.c imports a._hidden"]

@@ -1,4 +1,4 @@
-"""JointTrajectory over real DDS: the subscriber class (robogym_ros.nodes.trajectory_subscriber)
+"""JointTrajectory over real DDS: the subscriber class (robogym_ros.nodes.sim_node.trajectory_subscriber)
 with a real physics process; then the same through the sim node, once it creates the class."""
 from __future__ import annotations
 
@@ -13,8 +13,8 @@ msgs = pytest.importorskip("trajectory_msgs.msg", reason="trajectory_msgs is not
 from rclpy.executors import SingleThreadedExecutor  # noqa: E402
 from simharness import wait_for  # noqa: E402
 
-from robogym_ros.nodes import qos  # noqa: E402
-from robogym_ros.nodes.trajectory_subscriber import JOINT_TRAJECTORY, TrajectorySubscriber  # noqa: E402
+from robogym_ros.nodes.sim_node.trajectory_subscriber import JOINT_TRAJECTORY, TrajectorySubscriber  # noqa: E402
+from robogym_ros.ros import qos  # noqa: E402
 from robogym_ros.sim.loop import LoopConfig  # noqa: E402
 from robogym_ros.sim.physics import Physics, default_model_path  # noqa: E402
 from robogym_ros.sim.process import SimProcess  # noqa: E402

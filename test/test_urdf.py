@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from robogym_ros.sim.physics import default_model_path
-from robogym_ros.sim.urdf import _J, body_name, free_bodies, matrix_to_rpy, objects_urdf, robot_urdf
+from robogym_ros.sim.urdf import body_name, free_bodies, matrix_to_rpy, objects_urdf, robot_urdf
 
 pin = pytest.importorskip("pinocchio", reason="pin (Pinocchio) is a test-only dependency: pip install pin")
 
@@ -28,7 +28,7 @@ def random_qpos(model: mujoco.MjModel, rng: np.random.Generator) -> np.ndarray:
     """qpos0 with every hinge/slide joint drawn within its range (+-pi if unlimited)."""
     qpos = model.qpos0.copy()
     for j in range(model.njnt):
-        if int(model.jnt_type[j]) not in (int(_J.mjJNT_HINGE), int(_J.mjJNT_SLIDE)):
+        if int(model.jnt_type[j]) not in (int(mujoco.mjtJoint.mjJNT_HINGE), int(mujoco.mjtJoint.mjJNT_SLIDE)):
             continue
         lo, hi = model.jnt_range[j] if model.jnt_limited[j] else (-np.pi, np.pi)
         qpos[model.jnt_qposadr[j]] = rng.uniform(lo, hi)

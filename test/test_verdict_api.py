@@ -3,6 +3,8 @@ argument (or a no-data result), never a raw numpy error; the pure frame formula 
 the sim's camera clock; stream stops are told from pauses."""
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 
@@ -256,3 +258,51 @@ def test_frames_from_the_sims_first_tick_are_on_schedule():
     unaware = [replace(s, first_tick_ns=None) for s in schedules]
     _, findings = account_frames(unaware, {"overhead": frames}, {}, dt, skips_reported=True)
     assert [f.code for f in findings] == ["image_off_schedule"]
+
+
+# ----------------------------------------------------------------------------- count lines that add up
+
+FRAMES_LINE = re.compile(r"frames due (\d+) over (\S+ s)\.\.(\S+ s): received (\d+), skipped by the sim (\d+), "
+                         r"lost (\d+)(?:, missing (\d+) \([^)]*\))?(?:, in flight at the end (\d+) \([^)]*\))?"
+                         r"(?:, after the camera stopped (\d+) \(camera_stopped\))?")
+
+
+def frames_line(summary: str) -> dict:
+    """The frames line of an images summary, parsed; it must add up: due = every category named."""
+    m = FRAMES_LINE.search(summary)
+    assert m, summary
+    due, lo, hi, *rest = m.groups()
+    received, skipped, lost, missing, in_flight, after_stop = (int(v or 0) for v in rest)
+    assert int(due) == received + skipped + lost + missing + in_flight + after_stop, summary
+    return {"due": int(due), "window": (lo, hi), "received": received, "in_flight": in_flight,
+            "missing": missing, "after_stop": after_stop}
+
+
+def test_every_frame_count_line_adds_up_and_says_its_window():
+    """A repaired killed bag said "frames due 177: received 175, skipped by the sim 0, lost 0": two due
+    frames were in no category (in flight at the end), and the window was only in the JSON."""
+    due, images = frames_of()
+    schedule = FrameSchedule("overhead", 10 * DT_NS, DT_NS, 500 * DT_NS, tail_ns=30 * DT_NS)
+    r = check_images(images[:-2], DT_NS, schedules=[schedule], skipped_ns={"overhead": []})
+    line = frames_line(r.summary)
+    assert r.ok and line["in_flight"] == 2 and line["received"] == len(due) - 2
+    assert line["window"] == ("0.010 s", "5.000 s") and r.figures["frames_window_ns"] == [DT_NS, 500 * DT_NS]
+    # a camera that stopped: the frames after its last one are named with it
+    r = check_images(images[:20], DT_NS, schedules=[schedule], skipped_ns={"overhead": []})
+    assert frames_line(r.summary)["after_stop"] == len(due) - 20 and not r.ok
+    # no skip reports: the missing ones are named too
+    got = [im for k, im in enumerate(images) if k % 4]
+    r = check_images(got, DT_NS, schedules=[schedule], skipped_ns=None, skips_reported=False)
+    assert frames_line(r.summary)["missing"] == len(images) - len(got)
+
+
+def test_images_outside_the_judged_frames_are_named_in_the_image_count():
+    """`303 images from 3 cameras ... frames due 288: received 288`: the 15 images before the frames
+    were judged from were in one count and not the other, unsaid."""
+    due, images = frames_of()
+    schedule = FrameSchedule("overhead", 10 * DT_NS, 101 * DT_NS, 500 * DT_NS)  # judged from tick 101
+    r = check_images(images, DT_NS, schedules=[schedule], skipped_ns={"overhead": []})
+    assert r.ok and frames_line(r.summary)["received"] == len(due) - 10
+    assert r.figures["n_images_not_judged"] == 10
+    assert r.summary.startswith(f"{len(images)} images from 1 cameras")
+    assert f"; 10 of the {len(images)} images outside the frames judged (not counted above)" in r.summary

@@ -13,7 +13,7 @@ import pytest
 from robogym_ros import checks
 from robogym_ros.checks import audit_stream, check_fd_velocity, check_reported_velocity
 from robogym_ros.sim.physics import Physics, default_model_path
-from robogym_ros.sim.trajectory import targets_at
+from robogym_ros.sim.scripted_motion import targets_at
 
 PHYSICS_DT_S = 0.002
 SIM_S = 2.5  # of the scripted motion, from 1 s in: every joint moving

@@ -27,7 +27,7 @@ import numpy as np
 
 from robogym_ros.camera.lens import Lens
 from robogym_ros.camera.lookup import camera_id
-from robogym_ros.sim import frames
+from robogym_ros.sim import tf_frames
 
 try:
     from mujoco.rendering.classic.gl_context import GLContext
@@ -47,7 +47,7 @@ def camera_pose_optical(model: mujoco.MjModel, data: mujoco.MjData, name: str
 
     A world point p has optical coordinates R.T @ (p - t).
     """
-    return frames.camera_pose_optical(model, data, camera_id(model, name))
+    return tf_frames.camera_pose_optical(model, data, camera_id(model, name))
 
 
 def mosaic_cells(n: int, width_px: int, height_px: int, max_side_px: int = 4096) -> list[tuple[int, int]]:
@@ -58,7 +58,7 @@ def mosaic_cells(n: int, width_px: int, height_px: int, max_side_px: int = 4096)
     return [((i % cols) * width_px, (i // cols) * height_px) for i in range(n)]
 
 
-def _gl_renderer_string() -> str:
+def gl_renderer_string() -> str:
     try:
         raw = GL.glGetString(GL.GL_RENDERER)
         return raw.decode() if raw else ""
@@ -112,7 +112,7 @@ class CameraRenderer:
 
         self._gl = GLContext(mosaic_w, mosaic_h)
         self._gl.make_current()
-        self.gl_renderer = _gl_renderer_string()
+        self.gl_renderer = gl_renderer_string()
         if shadows_and_msaa is None:
             shadows_and_msaa = not is_software_gl(self.gl_renderer)
         self.shadows_and_msaa = bool(shadows_and_msaa)

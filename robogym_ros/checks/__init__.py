@@ -18,9 +18,9 @@ in stored order, oldest first.
 """
 from .buffers import audit_buffers
 from .bundles import audit_observations, audit_stream
-from .frames import FrameSchedule, account_frames, frame_due_stamps
+from .camera_frames import FrameSchedule, account_frames, frame_due_stamps
 from .grid import check_tick_grid, classify_stamps
-from .her import GoalBatch, check_her_consistency
+from .her_consistency import GoalBatch, check_her_consistency
 from .images import check_images
 from .liveness import RunStateReport, StreamActivity, check_stream_end, silence_threshold_s
 from .matching import match_by_stamp

@@ -6,7 +6,7 @@ from typing import Any, NamedTuple, Sequence
 import numpy as np
 from numpy.lib.array_utils import byte_bounds
 
-from .results import LIST_LIMIT, CheckResult, Finding, _capped, digest
+from .results import LIST_LIMIT, CheckResult, Finding, capped, digest
 
 
 def _buffer_of(obj: Any) -> np.ndarray | None:
@@ -141,18 +141,18 @@ def audit_buffers(slots: Sequence[Any], *, digests: Sequence[bytes | None] | Non
         "n_slots": n, "n_objects": len(by_id),
         "n_same_object_slots": sum(len(g) for g in same_object),
         "n_sharing_slots": sum(len(g) for g in sharing),
-        "sharing_groups": [_capped(g) for g in sharing[:LIST_LIMIT]],
+        "sharing_groups": [capped(g) for g in sharing[:LIST_LIMIT]],
         "n_slots_sharing_received": len(slots_sharing_received),
         "received_pairs": [list(p) for p in received_pairs[:LIST_LIMIT]],
-        "n_verified": n_verified, "n_digest_mismatch": len(mismatched), "mismatch_slots": _capped(mismatched),
+        "n_verified": n_verified, "n_digest_mismatch": len(mismatched), "mismatch_slots": capped(mismatched),
     }
     findings = [Finding("same_object", (
         f"{len(g)} slots are one and the same object (slots {_short(g)}): the buffer stores references, "
-        f"not copies"), {"slots": _capped(g)}) for g in same_object[:LIST_LIMIT]]
+        f"not copies"), {"slots": capped(g)}) for g in same_object[:LIST_LIMIT]]
     findings += [Finding("shared_memory", (
         f"{len(g)} slots share memory though they are {len({id(slots[i]) for i in g})} distinct objects "
         f"(slots {_short(g)}): views such as obs[:] or np.asarray(obs) -- copy on store"),
-        {"slots": _capped(g)}) for g in view_groups[:LIST_LIMIT]]
+        {"slots": capped(g)}) for g in view_groups[:LIST_LIMIT]]
     if received_pairs:
         findings.append(Finding("shares_received", (
             f"{len(slots_sharing_received)} slots share memory with received message arrays (slots "
@@ -162,7 +162,7 @@ def audit_buffers(slots: Sequence[Any], *, digests: Sequence[bytes | None] | Non
         findings.append(Finding("digest_mismatch", (
             f"{len(mismatched)} of {n_verified} slots changed after store (content no longer matches the "
             f"digest taken at store time): slots {_short(mismatched)}"),
-            {"n_mismatch": len(mismatched), "slots": _capped(mismatched)}))
+            {"n_mismatch": len(mismatched), "slots": capped(mismatched)}))
     verified = (f"{len(mismatched)} of {n_verified} changed since store" if n_verified
                 else "no store-time digests to verify")
     summary = (f"{n} slots in {len(by_id)} objects; {figures['n_sharing_slots']} share memory with another slot, "

@@ -5,15 +5,16 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from .arguments import why_not_an_array
 from .buffers import audit_buffers
 from .grid import check_tick_grid
-from .results import CheckResult, _why_not_an_array
+from .results import CheckResult
 from .slots import check_aliasing, check_slot_error, check_stale_payload
 from .velocity import check_fd_velocity, check_reported_velocity
 
 
 def audit_observations(stamps_ns: Any, observations: Sequence[Any], true_stamps_ns: Any, true_positions: Any, *,
-                       control_dt_ns: int | None = None, true_velocities: Any = None,
+                       control_dt_ns: int | None = None,
                        decimation: int | None = None, digests: Sequence[bytes | None] | None = None,
                        received: Sequence[Any] = (), atol: float = 1e-9) -> list[CheckResult]:
     """The oldest-slot audit for a user's own buffer: a list of observation arrays, oldest first.
@@ -21,7 +22,7 @@ def audit_observations(stamps_ns: Any, observations: Sequence[Any], true_stamps_
     The buffer is audited as objects first (identity, shared memory, digests) and only
     then stacked, since stacking copies and would hide the references. With
     ``control_dt_ns`` the FD velocity of the observations is checked against the truth's
-    own FD (``true_velocities`` is accepted for compatibility; the FD check does not need it).
+    own FD.
     """
     results = [audit_buffers(observations, digests=digests, received=received)]
     positions = _stack(observations)
@@ -42,7 +43,7 @@ def _stack(observations: Sequence[Any]) -> np.ndarray:
     try:
         rows = [np.asarray(o, dtype=np.float64).ravel() for o in observations]
     except (ValueError, TypeError) as exc:
-        raise ValueError(f"observations: {_why_not_an_array(observations, exc)}") from None
+        raise ValueError(f"observations: {why_not_an_array(observations, exc)}") from None
     if not rows:
         return np.zeros((0, 0))
     sizes = [len(r) for r in rows]

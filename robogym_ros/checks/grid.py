@@ -5,6 +5,7 @@ from typing import Any
 
 import numpy as np
 
+from .arguments import as_dt_ns, as_stamps
 from .results import (
     DUPLICATE,
     LIST_LIMIT,
@@ -13,10 +14,8 @@ from .results import (
     RESTART,
     CheckResult,
     Finding,
-    _capped,
-    _dt_ns,
-    _fmt_list,
-    _stamps,
+    capped,
+    fmt_list,
     fmt_s,
 )
 
@@ -31,8 +30,8 @@ def classify_stamps(stamps_ns: Any, control_dt_ns: int, *,
     (the next two stamps continue it tick by tick below the previous maximum); a message
     followed straight away by one beyond the previous maximum was only late.
     """
-    stamps = _stamps(stamps_ns)
-    dt = _dt_ns(control_dt_ns)
+    stamps = as_stamps(stamps_ns)
+    dt = as_dt_ns(control_dt_ns)
     window_ns = reorder_window_ticks * dt
     kinds = np.zeros(len(stamps), dtype=np.int8)
     segments = np.zeros(len(stamps), dtype=np.int64)
@@ -68,8 +67,8 @@ def classify_stamps(stamps_ns: Any, control_dt_ns: int, *,
 def check_tick_grid(stamps_ns: Any, control_dt_ns: int, *, reorder_window_ticks: int = 50,
                     name: str = "tick_grid") -> CheckResult:
     """Account for every tick between the first and last stamp of each run of the sim."""
-    stamps = _stamps(stamps_ns)
-    dt = _dt_ns(control_dt_ns)
+    stamps = as_stamps(stamps_ns)
+    dt = as_dt_ns(control_dt_ns)
     if len(stamps) == 0:
         return CheckResult(name, "no stamps received", {"n_received": 0}, no_data=True)
     kinds, segments = classify_stamps(stamps, dt, reorder_window_ticks=reorder_window_ticks)
@@ -90,11 +89,11 @@ def check_tick_grid(stamps_ns: Any, control_dt_ns: int, *, reorder_window_ticks:
         "first_stamp_ns": int(stamps[0]),
         "last_stamp_ns": int(stamps[-1]),
         "n_dropped": len(dropped),
-        "dropped_stamps_ns": _capped(dropped),
+        "dropped_stamps_ns": capped(dropped),
         "n_duplicated": int(len(dups)),
-        "duplicated_stamps_ns": _capped(dups),
+        "duplicated_stamps_ns": capped(dups),
         "n_reordered": int(len(reord)),
-        "reordered_stamps_ns": _capped(reord),
+        "reordered_stamps_ns": capped(reord),
         "n_time_jumps_back": len(jumps),
         "time_jumps": jumps[:LIST_LIMIT],
         "n_runs": int(segments[-1] + 1),
@@ -102,7 +101,7 @@ def check_tick_grid(stamps_ns: Any, control_dt_ns: int, *, reorder_window_ticks:
         "period_ns": period_ns,
         "period_equals_control_dt": period_ns == dt,
         "n_off_grid": int(len(off_grid)),
-        "off_grid_stamps_ns": _capped(off_grid),
+        "off_grid_stamps_ns": capped(off_grid),
     }
     findings = _grid_findings(stamps, kinds, segments, dt, dropped, n_expected, jumps, off_grid, period_ns)
 
@@ -141,18 +140,18 @@ def _grid_findings(stamps: np.ndarray, kinds: np.ndarray, segments: np.ndarray, 
     findings: list[Finding] = []
     if dropped:
         findings.append(Finding("dropped_ticks", (
-            f"dropped {len(dropped)} of {n_expected} expected ticks: {_fmt_list(dropped)}"),
-            {"n_dropped": len(dropped), "stamps_ns": _capped(dropped)}))
+            f"dropped {len(dropped)} of {n_expected} expected ticks: {fmt_list(dropped)}"),
+            {"n_dropped": len(dropped), "stamps_ns": capped(dropped)}))
     if len(dups):
         findings.append(Finding("duplicated_ticks", (
-            f"{len(dups)} ticks received more than once: {_fmt_list(dups)}"),
-            {"n_duplicated": int(len(dups)), "stamps_ns": _capped(dups)}))
+            f"{len(dups)} ticks received more than once: {fmt_list(dups)}"),
+            {"n_duplicated": int(len(dups)), "stamps_ns": capped(dups)}))
     if len(reord):
         after = [int(stamps[:i][segments[:i] == segments[i]].max()) for i in np.flatnonzero(kinds == REORDERED)]
         findings.append(Finding("reordered_ticks", (
             f"{len(reord)} ticks arrived out of order: {fmt_s(reord[0])} arrived after "
             f"{fmt_s(after[0])}" + (f" (and {len(reord) - 1} more)" if len(reord) > 1 else "")),
-            {"n_reordered": int(len(reord)), "stamps_ns": _capped(reord)}))
+            {"n_reordered": int(len(reord)), "stamps_ns": capped(reord)}))
     for j in jumps:
         findings.append(Finding("time_jump_backwards", (
             f"sim time jumped backwards at message {j['index']}: {fmt_s(j['from_stamp_ns'])} -> "
@@ -161,7 +160,7 @@ def _grid_findings(stamps: np.ndarray, kinds: np.ndarray, segments: np.ndarray, 
     if len(off_grid):
         findings.append(Finding("off_grid_stamps", (
             f"{len(off_grid)} stamps are not multiples of control dt {dt / 1e6:g} ms: "
-            f"{_fmt_list(off_grid)}"), {"n_off_grid": int(len(off_grid)), "stamps_ns": _capped(off_grid)}))
+            f"{fmt_list(off_grid)}"), {"n_off_grid": int(len(off_grid)), "stamps_ns": capped(off_grid)}))
     if period_ns is not None and period_ns != dt:
         ratio = period_ns / dt
         findings.append(Finding("period_mismatch", (

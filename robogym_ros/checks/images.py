@@ -1,13 +1,14 @@
 """Image checks: size, step and data length agree; stamps on the tick grid and on a joint tick;
-and every frame due accounted for (received, skipped by the sim, or lost: robogym_ros.checks.frames)."""
+and every frame due accounted for (received, skipped by the sim, or lost: robogym_ros.checks.camera_frames)."""
 from __future__ import annotations
 
 from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from .frames import FrameSchedule, account_frames, frames_summary
-from .results import BYTES_PER_PIXEL, CheckResult, Finding, ImageMeta, _capped, _dt_ns, _stamps, fmt_s
+from .arguments import as_dt_ns, as_stamps
+from .camera_frames import FrameSchedule, account_frames, frames_summary
+from .results import BYTES_PER_PIXEL, CheckResult, Finding, ImageMeta, capped, fmt_s
 
 
 def check_images(images: Sequence[ImageMeta], control_dt_ns: int, *, joint_stamps_ns: Any = None,
@@ -19,7 +20,7 @@ def check_images(images: Sequence[ImageMeta], control_dt_ns: int, *, joint_stamp
                  name: str = "images") -> CheckResult:
     """Each image well-formed and on a received tick; every frame due accounted for.
 
-    Reference for the frames: the sim's camera clock (robogym_ros.checks.frames), a frame
+    Reference for the frames: the sim's camera clock (robogym_ros.checks.camera_frames), a frame
     due at the first tick at or after each multiple of the camera period. ``schedules``
     say which stretches to account for (the recorder builds them from the spec, live
     period changes included); without them, ``periods_ns`` (camera -> period) accounts for
@@ -29,10 +30,10 @@ def check_images(images: Sequence[ImageMeta], control_dt_ns: int, *, joint_stamp
     frame stamp received) defaults to the images given. ``expected_sizes`` maps camera ->
     (width, height) as the spec gives them.
     """
-    dt = _dt_ns(control_dt_ns)
+    dt = as_dt_ns(control_dt_ns)
     if not images:
         return CheckResult(name, "no images", {"n_images": 0}, no_data=True)
-    joint_ticks = None if joint_stamps_ns is None else set(_stamps(joint_stamps_ns, "joint_stamps_ns").tolist())
+    joint_ticks = None if joint_stamps_ns is None else set(as_stamps(joint_stamps_ns, "joint_stamps_ns").tolist())
     findings, counts, per_camera = _validity(images, dt, joint_ticks, expected_sizes)
     if received_ns is None:
         received_ns = per_camera
@@ -51,8 +52,22 @@ def check_images(images: Sequence[ImageMeta], control_dt_ns: int, *, joint_stamp
                                                        skips_reported=reported)
         figures.update(frame_figures)
         findings.extend(frame_findings)
+        outside = _outside_windows(images, frame_figures["frames_per_camera"])
+        figures["n_images_not_judged"] = outside
         summary += "; " + frames_summary(frame_figures)
+        if outside:
+            summary += f"; {outside} of the {len(images)} images outside the frames judged (not counted above)"
     return CheckResult(name, summary, figures, tuple(findings))
+
+
+def _outside_windows(images: Sequence[ImageMeta], per_camera: Mapping[str, Mapping[str, Any]]) -> int:
+    """Images not in any window whose due frames were accounted for (e.g. before the frames were
+    judged from, or of a camera no schedule covers): they are in the image count, not the frames'."""
+    outside = 0
+    for im in images:
+        spans = per_camera.get(im.camera or "?", {}).get("due_ns", ())
+        outside += not any(lo <= im.stamp_ns <= hi for lo, hi in spans)
+    return outside
 
 
 def _median_period(stamps: Sequence[int]) -> int | None:
@@ -92,5 +107,5 @@ def _validity(images, dt, joint_ticks, expected_sizes):
         if items:
             findings.append(Finding(code, f"{len(items)} of {len(images)} images: {items[0][1]}"
                                     + (f" (and {len(items) - 1} more)" if len(items) > 1 else ""),
-                                    {"n_images": len(items), "stamps_ns": _capped(s for s, _ in items)}))
+                                    {"n_images": len(items), "stamps_ns": capped(s for s, _ in items)}))
     return findings, {k: len(v) for k, v in bad.items()}, per_camera

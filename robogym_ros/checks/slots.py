@@ -5,8 +5,8 @@ from typing import Any
 
 import numpy as np
 
-from .matching import _matched
-from .results import CheckResult, Finding, _capped, _fmt_list
+from .matching import matched_values
+from .results import CheckResult, Finding, capped, fmt_list
 
 
 def check_slot_error(stamps_ns: Any, positions: Any, true_stamps_ns: Any, true_positions: Any, *,
@@ -17,11 +17,11 @@ def check_slot_error(stamps_ns: Any, positions: Any, true_stamps_ns: Any, true_p
     A buffer of references holds the newest value everywhere: its newest slot is exact
     and its oldest is off by the whole motion since, so the oldest slot tells.
     """
-    stamps, stored, truth, idx = _matched(stamps_ns, positions, true_stamps_ns, true_positions, control_dt_ns)
+    stamps, stored, truth, idx = matched_values(stamps_ns, positions, true_stamps_ns, true_positions, control_dt_ns)
     ok = idx >= 0
     unmatched = stamps[~ok]
     base = {"n_slots": int(len(stamps)), "n_matched": int(ok.sum()), "n_unmatched": int(len(unmatched)),
-            "unmatched_stamps_ns": _capped(unmatched), "atol": atol}
+            "unmatched_stamps_ns": capped(unmatched), "atol": atol}
     if not ok.any():
         return CheckResult(name, f"no slot stamp found in ground truth ({len(stamps)} slots)", base, no_data=True)
     slots = np.flatnonzero(ok)
@@ -62,8 +62,8 @@ def check_slot_error(stamps_ns: Any, positions: Any, true_stamps_ns: Any, true_p
                                      "stored_mean", "true_mean")}))
     if len(unmatched):
         findings.append(Finding("unmatched_stamps", (
-            f"{len(unmatched)} of {len(stamps)} slots have a stamp with no ground truth: {_fmt_list(unmatched)}"),
-            {"n_unmatched": int(len(unmatched)), "stamps_ns": _capped(unmatched)}))
+            f"{len(unmatched)} of {len(stamps)} slots have a stamp with no ground truth: {fmt_list(unmatched)}"),
+            {"n_unmatched": int(len(unmatched)), "stamps_ns": capped(unmatched)}))
     summary = (f"oldest {figures['oldest_error']:.3g}, mean {figures['mean_error']:.3g}, newest "
                f"{figures['newest_error']:.3g}, max {figures['max_error']:.3g} over {len(slots)} slots; "
                f"stored mean {figures['stored_mean']:.3f} vs true {figures['true_mean']:.3f}")
@@ -73,7 +73,7 @@ def check_slot_error(stamps_ns: Any, positions: Any, true_stamps_ns: Any, true_p
 def check_aliasing(stamps_ns: Any, positions: Any, true_stamps_ns: Any, true_positions: Any, *,
                    atol: float = 1e-9, control_dt_ns: int | None = None, name: str = "aliasing") -> CheckResult:
     """Slots that hold the newest slot's value while their own truth differs from it."""
-    stamps, stored, truth, idx = _matched(stamps_ns, positions, true_stamps_ns, true_positions, control_dt_ns)
+    stamps, stored, truth, idx = matched_values(stamps_ns, positions, true_stamps_ns, true_positions, control_dt_ns)
     slots = np.flatnonzero(idx >= 0)
     if len(slots) < 2:
         return CheckResult(name, "needs at least 2 slots with ground truth", {"n_slots": int(len(stamps))},
@@ -85,7 +85,7 @@ def check_aliasing(stamps_ns: Any, positions: Any, true_stamps_ns: Any, true_pos
     n_older = len(slots) - 1
     oldest_error = float(np.abs(s[0] - t[0]).max())
     figures = {"n_slots": int(len(slots)), "n_holding_newest": int(len(aliased)),
-               "aliased_slots": _capped(aliased), "oldest_error": oldest_error}
+               "aliased_slots": capped(aliased), "oldest_error": oldest_error}
     findings = []
     if len(aliased) == n_older:
         findings.append(Finding("every_slot_newest", (
@@ -108,7 +108,7 @@ def check_stale_payload(stamps_ns: Any, payloads: Any, true_stamps_ns: Any, true
     Payloads are rows (stack position/velocity/effort as you like); a robot at rest
     legitimately repeats itself, hence the comparison with the truth.
     """
-    stamps, stored, truth, idx = _matched(stamps_ns, payloads, true_stamps_ns, true_payloads, control_dt_ns,
+    stamps, stored, truth, idx = matched_values(stamps_ns, payloads, true_stamps_ns, true_payloads, control_dt_ns,
                                           what="payloads")
     pairs = np.flatnonzero((stamps[1:] != stamps[:-1]) & (idx[1:] >= 0) & (idx[:-1] >= 0)) + 1
     if len(pairs) == 0:
@@ -116,12 +116,12 @@ def check_stale_payload(stamps_ns: Any, payloads: Any, true_stamps_ns: Any, true
     same = np.all(np.abs(stored[pairs] - stored[pairs - 1]) <= atol, axis=1)
     moved = np.any(np.abs(truth[idx[pairs]] - truth[idx[pairs - 1]]) > atol, axis=1)
     stale = pairs[same & moved]
-    figures = {"n_pairs": int(len(pairs)), "n_stale": int(len(stale)), "stale_slots": _capped(stale),
-               "stale_stamps_ns": _capped(stamps[stale]), "n_repeated_at_rest": int((same & ~moved).sum())}
+    figures = {"n_pairs": int(len(pairs)), "n_stale": int(len(stale)), "stale_slots": capped(stale),
+               "stale_stamps_ns": capped(stamps[stale]), "n_repeated_at_rest": int((same & ~moved).sum())}
     findings = []
     if len(stale):
         findings.append(Finding("stale_payload", (
             f"{len(stale)} slots repeat the previous slot's payload under a new stamp while the truth moved: "
-            f"{_fmt_list(stamps[stale])}"), {k: figures[k] for k in ("n_stale", "stale_slots", "stale_stamps_ns")}))
+            f"{fmt_list(stamps[stale])}"), {k: figures[k] for k in ("n_stale", "stale_slots", "stale_stamps_ns")}))
     summary = f"{len(stale)} stale payloads in {len(pairs)} consecutive pairs"
     return CheckResult(name, summary, figures, tuple(findings))

@@ -22,8 +22,9 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from .matching import _matched, match_by_stamp
-from .results import CheckResult, Finding, _dt_ns, _rows, _stamps, clip
+from .arguments import as_dt_ns, as_rows, as_stamps
+from .matching import match_by_stamp, matched_values
+from .results import CheckResult, Finding, clip
 
 GAIN_RTOL = 0.02  # like with like: a correct stream has gain 1 to rounding
 FACTOR_RTOL = 0.05  # how close a gain must be to the decimation (or 1/decimation) to be named so
@@ -196,8 +197,8 @@ def fd_velocity_pairs(stamps_ns: Any, positions: Any, true_stamps_ns: Any, true_
 
     Non-finite pairs are kept (check_fd_velocity counts them). See check_fd_velocity for the step.
     """
-    dt = _dt_ns(control_dt_ns)
-    stamps, stored, truth, idx = _matched(stamps_ns, positions, true_stamps_ns, true_positions, dt)
+    dt = as_dt_ns(control_dt_ns)
+    stamps, stored, truth, idx = matched_values(stamps_ns, positions, true_stamps_ns, true_positions, dt)
     pairs, step = _step_pairs(stamps, idx, dt)
     fd = (stored[pairs + 1] - stored[pairs]) / (dt * 1e-9)
     ref = (truth[idx[pairs + 1]] - truth[idx[pairs]]) / (step * 1e-9)
@@ -218,7 +219,7 @@ def check_fd_velocity(stamps_ns: Any, positions: Any, true_stamps_ns: Any, true_
     that contradicts the stamps (the physics dt given for the control dt) shows as its
     factor, e.g. "off by 5.00x = decimation (5)".
     """
-    dt = _dt_ns(control_dt_ns)
+    dt = as_dt_ns(control_dt_ns)
     fd_pairs = fd_velocity_pairs(stamps_ns, positions, true_stamps_ns, true_positions, dt)
     fd, ref, step = fd_pairs.fd, fd_pairs.reference, fd_pairs.step_ns
     pairs = np.arange(len(fd))
@@ -271,15 +272,15 @@ def check_reported_velocity(stamps_ns: Any, velocities: Any, true_stamps_ns: Any
                          "is the truth's own backward difference over the control dt")
     if estimate == "instant" and true_velocities is None:
         raise ValueError("estimate='instant' needs true_velocities (the true velocity at each stamp)")
-    dt = None if control_dt_ns is None else _dt_ns(control_dt_ns)
+    dt = None if control_dt_ns is None else as_dt_ns(control_dt_ns)
     truth_v = true_velocities if true_velocities is not None else true_positions
-    stamps, vel, true_v, idx = _matched(stamps_ns, velocities, true_stamps_ns, truth_v, dt, what="velocities")
+    stamps, vel, true_v, idx = matched_values(stamps_ns, velocities, true_stamps_ns, truth_v, dt, what="velocities")
     use = (idx >= 0) & np.all(np.isfinite(vel), axis=1)
     refs: dict[str, np.ndarray] = {}
     if true_velocities is not None:
         refs["instant"] = true_v[np.maximum(idx, 0)]
     if true_positions is not None and dt is not None:
-        true_q = _rows(true_positions, len(_stamps(true_stamps_ns, "true_stamps_ns")), "true_positions")
+        true_q = as_rows(true_positions, len(as_stamps(true_stamps_ns, "true_stamps_ns")), "true_positions")
         if true_q.shape[1] != vel.shape[1]:
             raise ValueError(f"true_positions have {true_q.shape[1]} columns (joints), velocities "
                              f"{vel.shape[1]}: give both the same joints in the same order")

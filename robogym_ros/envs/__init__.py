@@ -16,12 +16,19 @@ from robogym_ros.envs.handover import DEFAULT_MAX_EPISODE_STEPS, MODES, Handover
 from robogym_ros.envs.her import STRATEGIES, HerReplay, relabel
 
 ENV_ID = "robogym_ros/Handover-v0"
+# The same env as LeRobot's evaluator sees gym envs (agent_pos, environment_state, pixels; actions
+# in rad): what the lerobot_env_robogym plugin's `lerobot-eval --env.type=robogym_handover` makes.
+LEROBOT_ENV_ID = "robogym_ros/LeRobotHandover-v0"
 
 if ENV_ID not in gymnasium.registry:
     # vector_entry_point: gym.make_vec(ENV_ID, num_envs=K, vectorization_mode="vector_entry_point")
-    # gives the native batched env (robogym_ros.envs.batched), K scenes in this process.
+    # gives the native batched env (robogym_ros.envs.vector.batched), K scenes in this process.
     gymnasium.register(id=ENV_ID, entry_point="robogym_ros.envs.handover:HandoverEnv",
-                       vector_entry_point="robogym_ros.envs.batched:BatchedHandoverEnv",
+                       vector_entry_point="robogym_ros.envs.vector.batched:BatchedHandoverEnv",
+                       max_episode_steps=DEFAULT_MAX_EPISODE_STEPS)
+if LEROBOT_ENV_ID not in gymnasium.registry:
+    gymnasium.register(id=LEROBOT_ENV_ID, entry_point="robogym_ros.envs.lerobot_view:make_lerobot_env",
                        max_episode_steps=DEFAULT_MAX_EPISODE_STEPS)
 
-__all__ = ["ENV_ID", "MODES", "DEFAULT_MAX_EPISODE_STEPS", "HandoverEnv", "STRATEGIES", "HerReplay", "relabel"]
+__all__ = ["ENV_ID", "LEROBOT_ENV_ID", "MODES", "DEFAULT_MAX_EPISODE_STEPS", "HandoverEnv", "STRATEGIES", "HerReplay",
+           "relabel"]

@@ -17,13 +17,16 @@ Observation (Dict): ``observation`` float64 (40,) = 12 joint positions (rad), 12
 velocities (rad/s), block pose and tray pose (x y z m, qw qx qy qz), the 2 gripper efforts
 (N m; position alone does not tell a closed gripper from one squeezing the block);
 ``achieved_goal`` = block centre (m); ``desired_goal`` = where a lying block rests at the tray's
-centre (robogym_ros.envs.task); optional ``pixels/<camera>`` uint8 (h, w, 3).
+centre as the reset placed it (robogym_ros.envs.task); optional ``pixels/<camera>`` uint8 (h, w, 3).
 Action: 12 servo targets, normalised to [-1, 1] by default (``normalize_actions=False``: rad).
-Reward: sparse 0 / -1 (block within ``distance_threshold_m``, default 30 mm, of the goal or
-not) or ``reward_type="dense"``: minus the distance in m. ``terminated`` on success;
-``truncated`` only if the physics blew up (the sim resets itself then; over ROS it is seen
-where the node's run state reporting it arrives with the frame); time limits are the
-TimeLimit wrapper's (registered with ``max_episode_steps`` 250 = 10 s at action_repeat 4).
+Success (``info["is_success"]``, ``terminated``): the block lies in the tray, touching no arm,
+at rest (robogym_ros.sim.placement, from MuJoCo's contacts of the observed configuration and
+the block's motion since the last observation). Reward: sparse 0 on success, -1 otherwise;
+``reward_type="dense"``: minus the distance to the goal in m; ``"staged"``: (stage - 6) / 6 over
+reach, grasp, lift, handover, release, place (task.STAGES). ``truncated`` only if the physics
+blew up (the sim resets itself then; over ROS it is seen where the node's run state reporting
+it arrives with the frame); time limits are the TimeLimit wrapper's (registered with
+``max_episode_steps`` 250 = 10 s at action_repeat 4).
 """
 from __future__ import annotations
 
@@ -38,6 +41,7 @@ from robogym_ros.envs import task
 from robogym_ros.envs.actions import ActionMap
 from robogym_ros.envs.local import SEED_LIMIT, LocalBackend
 from robogym_ros.sim.physics import default_model_path
+from robogym_ros.sim.placement import PlacementJudge
 from robogym_ros.sim.tick import Tick
 
 MODES = ("local", "ros_lockstep", "ros_realtime")
@@ -51,11 +55,12 @@ _EFFORT_BOUND_NM = 100.0
 
 
 def _flags(info: Any, key: str, shape: tuple[int, ...]) -> np.ndarray:
-    """``info[key]`` as a bool array of ``shape``: one info dict, or one per goal in a batch."""
+    """``info[key]`` as a bool array of ``shape`` (False where absent): one info dict, a dict of
+    arrays (a vector env's), or one dict per goal in a batch."""
     if info is None:
         return np.zeros(shape, dtype=bool)
     if isinstance(info, Mapping):
-        return np.full(shape, bool(info.get(key, False)))
+        return np.broadcast_to(np.asarray(info.get(key, False), dtype=bool), shape).copy()
     flat = [bool(i.get(key, False)) if isinstance(i, Mapping) else False
             for i in np.asarray(info, dtype=object).ravel()]
     return np.array(flat, dtype=bool).reshape(shape)
@@ -67,7 +72,6 @@ class HandoverEnv(GoalEnv):
     metadata = {"render_modes": ["rgb_array"], "render_fps": 25}
 
     def __init__(self, *, mode: str = "local", namespace: str = "", reward_type: str = "sparse",
-                 distance_threshold_m: float = task.DEFAULT_DISTANCE_THRESHOLD_M,
                  normalize_actions: bool = True, action_repeat: int = DEFAULT_ACTION_REPEAT,
                  cameras: Sequence[str] = (), camera_width_px: int = 320, camera_height_px: int = 240,
                  render_mode: str | None = None, render_camera: str = "overhead",
@@ -77,8 +81,6 @@ class HandoverEnv(GoalEnv):
             raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
         if reward_type not in task.REWARD_TYPES:
             raise ValueError(f"reward_type must be one of {task.REWARD_TYPES}, got {reward_type!r}")
-        if not (isinstance(distance_threshold_m, (int, float)) and distance_threshold_m > 0):
-            raise ValueError(f"distance_threshold_m must be a positive number (m), got {distance_threshold_m!r}")
         if not (isinstance(action_repeat, int) and action_repeat >= 1):
             raise ValueError(f"action_repeat must be an integer >= 1 (control ticks per step), got {action_repeat!r}")
         if render_mode not in (None, *self.metadata["render_modes"]):
@@ -87,7 +89,6 @@ class HandoverEnv(GoalEnv):
             raise ValueError(f"cameras must be a list of camera names, got the string {cameras!r}")
         self.mode = mode
         self.reward_type = reward_type
-        self.distance_threshold_m = float(distance_threshold_m)
         self.action_repeat = action_repeat
         self.render_mode = render_mode
         self.render_camera = render_camera
@@ -96,12 +97,13 @@ class HandoverEnv(GoalEnv):
         self._renderer = None
         self._tick: Tick | None = None
         self._goal: np.ndarray | None = None
+        self._judge: PlacementJudge | None = None
         self._backend = None  # what close() touches exists before anything can fail
         if mode == "local":
             self._backend = LocalBackend(model_path or default_model_path(), physics_dt_s, decimation,
                                          seed=int(np.random.SeedSequence().entropy % SEED_LIMIT))
         else:
-            from robogym_ros.envs.ros import RosBackend  # only here: local mode never imports rclpy
+            from robogym_ros.envs.ros.backend import RosBackend  # only here: local mode never imports rclpy
             self._backend = RosBackend(namespace, realtime=mode == "ros_realtime", timeout_s=ros_timeout_s)
         try:
             self._finish_init(model_path, normalize_actions)
@@ -114,7 +116,9 @@ class HandoverEnv(GoalEnv):
         self.joint_names = list(b.joint_names)
         self.object_names = list(b.object_names)
         self.control_dt_ns = b.control_dt_ns
-        self.metadata = {**self.metadata, "render_fps": 1e9 / (b.control_dt_ns * self.action_repeat)}
+        # An integer, as Gymnasium's and LeRobot's video writers take it (PyAV refuses a float rate);
+        # exact at the default 25 Hz, rounded where a step is not a whole frame rate.
+        self.metadata = {**self.metadata, "render_fps": round(1e9 / (b.control_dt_ns * self.action_repeat))}
         self._model_path = model_path or b.model_path or default_model_path()
         if "block" not in self.object_names or "tray" not in self.object_names:
             raise ValueError(f"the handover needs a block and a tray; the scene has {self.object_names}")
@@ -124,6 +128,7 @@ class HandoverEnv(GoalEnv):
         self.layout = task.ObservationLayout(len(self.joint_names), len(self.object_names), grippers)
         lower, upper = zip(*b.joint_ranges)
         self._actions = ActionMap(self.joint_names, lower, upper, normalized=normalize_actions)
+        self._judge = PlacementJudge(self._model_path, self.joint_names, self.object_names)
         self.action_space = self._actions.space
         self.observation_space = self._observation_space(lower, upper)
         if self.cameras or self.render_mode:  # bad camera names or image sizes fail here, not mid-episode
@@ -154,31 +159,39 @@ class HandoverEnv(GoalEnv):
         super().reset(seed=seed)
         self._goal = task.goal_from_tray_pose(self._tick.object_poses[self._tray])
         self._goal_xyz = self._goal.tolist()
-        return self._observation(self._tick), self._info(self._tick, ticks_elapsed=0)
+        obs = self._observation(self._tick)
+        return obs, self._info(self._tick, obs, ticks_elapsed=0, block_before=None)
 
     def step(self, action):
         if self._tick is None:
             raise RuntimeError("step() before reset(): call env.reset() first")
         targets = self._actions.targets(action)  # ValueError naming the joint; nothing sent
-        previous = self._tick.index
+        previous = self._tick
         self._tick = self._backend.step(dict(zip(self.joint_names, targets.tolist())), self.action_repeat)
         obs = self._observation(self._tick)
-        info = self._info(self._tick, ticks_elapsed=self._tick.index - previous)
-        # What compute_reward / compute_terminated / compute_truncated give for this obs and
-        # info (the same functions of one distance), with the distance computed once.
-        distance = info["distance_m"]
-        reward = task.scalar_reward(distance, self.distance_threshold_m, self.reward_type)
-        terminated = distance <= self.distance_threshold_m
+        info = self._info(self._tick, obs, ticks_elapsed=self._tick.index - previous.index,
+                          block_before=previous.object_poses[self._block])
+        # What compute_reward / compute_terminated / compute_truncated give for this obs and info
+        # (the same functions, on this one goal).
+        terminated = bool(info["is_success"])
+        if self.reward_type == "sparse":
+            reward = 0.0 if terminated else -1.0
+        elif self.reward_type == "dense":
+            reward = -info["distance_m"]
+        else:
+            reward = (info["stage"] - task.TOP_STAGE) / task.TOP_STAGE
         truncated = info["blew_up"]
         return obs, reward, terminated, truncated, info
 
     def compute_reward(self, achieved_goal, desired_goal, info):
-        """Batched: sparse 0 / -1 (success or not), or dense minus the distance (m)."""
-        return task.reward(achieved_goal, desired_goal, self.distance_threshold_m, self.reward_type)
+        """Batched: sparse 0 / -1 (success or not), dense minus the distance (m), or staged
+        (stage - 6) / 6. ``info``: the step's (contacts and speed are not in the goals)."""
+        return task.reward(achieved_goal, desired_goal, info, self.reward_type)
 
     def compute_terminated(self, achieved_goal, desired_goal, info):
-        """Batched: the block's centre within ``distance_threshold_m`` of the goal."""
-        return task.is_success(achieved_goal, desired_goal, self.distance_threshold_m)
+        """Batched: the block placed at the goal (task.success): inside the tray's box there,
+        touching no arm, resting on something, at rest (the last three from ``info``)."""
+        return task.success(achieved_goal, desired_goal, info)
 
     def compute_truncated(self, achieved_goal, desired_goal, info):
         """Batched: only a physics blow-up (the sim reset itself) cuts an episode here; time
@@ -213,11 +226,18 @@ class HandoverEnv(GoalEnv):
                 obs[f"pixels/{cam}"] = image
         return obs
 
-    def _info(self, tick: Tick, *, ticks_elapsed: int) -> dict[str, Any]:
-        distance = task.scalar_distance(tick.object_poses[self._block].tolist(), self._goal_xyz)
+    def _info(self, tick: Tick, obs: dict, *, ticks_elapsed: int, block_before) -> dict[str, Any]:
+        """Every entry a new Python scalar (or tuple): the placement judged on this tick."""
+        judged = self._judge.judge(tick.position, tick.object_poses, block_before,
+                                   ticks_elapsed * self.control_dt_ns * 1e-9)
+        info = task.placement_info(judged, tick.object_poses[self._tray], self._goal)
+        achieved, goal = obs["achieved_goal"].tolist(), self._goal_xyz
+        placed, stage = task.success_and_stage(achieved, goal, info)
         return {
-            "is_success": float(distance <= self.distance_threshold_m),
-            "distance_m": distance,
+            "is_success": float(placed),
+            "stage": stage,
+            "distance_m": task.scalar_distance(achieved, goal),
+            **info,
             "tick_index": int(tick.index),
             "stamp_ns": int(tick.stamp_ns),
             "ticks_elapsed": int(ticks_elapsed),

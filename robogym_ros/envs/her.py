@@ -1,6 +1,6 @@
 """Hindsight Experience Replay: relabel an episode's transitions with goals it achieved.
 
-:func:`relabel` is pure: it takes one episode (a :class:`~robogym_ros.checks.her.GoalBatch`, in
+:func:`relabel` is pure: it takes one episode (a :class:`~robogym_ros.checks.her_consistency.GoalBatch`, in
 order) and returns new transitions (new arrays; the episode is not touched). For each new
 goal it calls the env's own ``compute_reward``, ``compute_terminated`` and
 ``compute_truncated``, batched, once each. The new goal goes into ``desired_goal`` of the
@@ -11,7 +11,7 @@ came from the TimeLimit wrapper and is kept whatever the goal; ``terminated`` is
 
 Strategies (Andrychowicz et al. 2017): ``final`` (the goal achieved at the episode's end, one
 per transition), ``future`` (k goals achieved at this or a later step), ``episode`` (k goals
-achieved anywhere in the episode). ``robogym_ros.checks.her.check_her_consistency`` checks
+achieved anywhere in the episode). ``robogym_ros.checks.her_consistency.check_her_consistency`` checks
 the result, here and in any other learner's buffer.
 """
 from __future__ import annotations
@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from robogym_ros.checks.her import GoalBatch
+from robogym_ros.checks.her_consistency import GoalBatch
 
 STRATEGIES = ("final", "future", "episode")
 

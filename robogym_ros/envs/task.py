@@ -1,35 +1,42 @@
-"""The handover task: observation layout, goal, reward and success (numpy only, pure functions).
+"""The handover task: observation layout, goal, success, reward and stages (numpy only, pure functions).
 
-The goal is where the block would rest, lying, at the centre of the tray as the reset placed
-it: the reset draws the tray's side and yaw, so the goal comes from the same seeded draw as
-the scene and from nothing else. Success is the block's centre within ``distance_threshold_m``
-of that point.
+The goal is where a lying block's centre rests at the centre of the tray as the reset placed it
+(robogym_ros.sim.placement.goal_of_tray), fixed for the episode. Success is the block placed:
+inside the tray, resting, touching no arm, at rest, judged from the physics
+(robogym_ros.sim.placement). What a goal alone cannot tell (contacts, speed, where the tray has
+gone since) comes from the step's ``info``, which the env fills from the physics of that step;
+the goal decides only where the tray-shaped box is. So ``compute_reward(achieved, goal, info)``
+for a relabelled goal (HER) asks: "had the tray stood at that goal, would the block lie in it,
+released and at rest?" (the box moves with the tray: a goal is a place attached to the tray).
 
 Every function here takes batches: ``achieved_goal`` and ``desired_goal`` of shape (..., 3),
-and returns an array of the leading shape (a 0-d array for one goal), as
-``gymnasium_robotics.core.GoalEnv`` asks, so a HER relabeller can call them on a whole batch.
+``info`` one dict (its values broadcast), a dict of arrays (a vector env's), or an array of
+dicts of the leading shape (a relabeller's), and returns an array of the leading shape (a 0-d
+array for one goal), as ``gymnasium_robotics.core.GoalEnv`` asks.
 """
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import numpy as np
 
 from robogym_ros.contract import POSE_LAYOUT, POSE_SIZE
+from robogym_ros.sim import placement
 
-REWARD_TYPES = ("sparse", "dense")
+REWARD_TYPES = ("sparse", "dense", "staged")
 GOAL_SIZE = 3  # x, y, z of the block's centre, world frame, m
+# The staged reward's stages, as gym-aloha stages its transfer task: the highest that holds now.
+# The placing arm is the one on the goal's side (y > 0: left), the other one picks.
+STAGES = ("none", "reach", "grasp", "lift", "handover", "release", "place")
+TOP_STAGE = len(STAGES) - 1
 
-# Block (25 x 25 x 50 mm) lying flat: its centre is one half of its short side above what it
-# rests on; the tray's floor is 4 mm thick (models/so101_dual.xml: tray_base).
-TRAY_FLOOR_TOP_M = 0.004
-BLOCK_HALF_SHORT_M = 0.0125
-GOAL_HEIGHT_M = TRAY_FLOOR_TOP_M + BLOCK_HALF_SHORT_M
-# 30 mm: a lying block's centre that close to the tray's centre is inside the tray's walls
-# (inner half-width 46 mm minus the block's 12.5 mm half-width leaves 33.5 mm), and an
-# upright one (centre 12.5 mm higher) still counts within 27 mm horizontally.
-DEFAULT_DISTANCE_THRESHOLD_M = 0.03
+# The info keys the goal functions read: what the physics said about the block at that step.
+FLAG_KEYS = ("left_touches_block", "right_touches_block", "left_grasps_block", "right_grasps_block",
+             "block_on_tray", "block_on_table", "block_at_rest")
+TRAY_QUAT_KEY = "tray_quat"
+TRAY_SHIFT_KEY = "tray_shift_m"
 
 
 @dataclass(frozen=True)
@@ -78,9 +85,21 @@ def build_observation(layout: ObservationLayout, position: np.ndarray, velocity:
 
 def goal_from_tray_pose(tray_pose: np.ndarray) -> np.ndarray:
     """Where a lying block's centre rests at the tray's centre: a new (3,) array."""
-    goal = np.array(tray_pose[:3], dtype=np.float64)
-    goal[2] = tray_pose[2] + GOAL_HEIGHT_M
-    return goal
+    return placement.goal_of_tray(tray_pose)
+
+
+def placement_info(p: placement.Placement, tray_pose, goal) -> dict:
+    """The info entries of one step's placement (Python scalars; the tray's quaternion and its
+    goal's shift since the reset tuples)."""
+    c = p.contacts
+    return {
+        "left_touches_block": c.arm[0], "right_touches_block": c.arm[1],
+        "left_grasps_block": c.grasp[0], "right_grasps_block": c.grasp[1],
+        "block_on_tray": c.tray, "block_on_table": c.table,
+        "block_speed_m_s": p.speed_m_s, "block_turn_rad_s": p.turn_rad_s, "block_at_rest": p.at_rest,
+        TRAY_QUAT_KEY: tuple(float(v) for v in tray_pose[3:7]),
+        TRAY_SHIFT_KEY: tuple(placement.tray_shift(tray_pose, goal).tolist()),
+    }
 
 
 def goal_distance(achieved_goal, desired_goal) -> np.ndarray:
@@ -101,29 +120,134 @@ def scalar_distance(achieved_goal, desired_goal) -> float:
     return math.sqrt(float(x) * float(x) + float(y) * float(y) + float(z) * float(z))
 
 
-def success_of_distance(distance, distance_threshold_m: float) -> np.ndarray:
-    return np.asarray(distance <= distance_threshold_m)
+def _info_values(info, key: str, shape: tuple[int, ...], tail: tuple[int, ...] = ()) -> np.ndarray:
+    """``info[key]`` as an array of ``shape + tail``: one dict, a dict of arrays, or dicts per goal."""
+    if isinstance(info, Mapping):
+        if key not in info:
+            raise ValueError(f"info lacks {key!r}: success needs the step's contacts and speed, which the goals "
+                             f"do not hold (pass the info the env returned with that step)")
+        return np.broadcast_to(np.asarray(info[key]), shape + tail)
+    infos = np.asarray(info, dtype=object)
+    if infos.shape != shape or not all(isinstance(i, Mapping) for i in infos.ravel()):
+        raise ValueError(f"info must be the step's info dict, a dict of arrays or one dict per goal "
+                         f"(goals of shape {shape}), got {type(info).__name__} of shape {infos.shape}")
+    try:
+        values = [i[key] for i in infos.ravel()]
+    except KeyError:
+        raise ValueError(f"an info lacks {key!r}: success needs the step's contacts and speed, which the goals "
+                         f"do not hold") from None
+    return np.array(values).reshape(shape + tail)
 
 
-def reward_of_distance(distance, distance_threshold_m: float, reward_type: str) -> np.ndarray:
-    """sparse: 0 on success, -1 otherwise; dense: minus the distance in m. float64."""
+def _goal_shape(achieved_goal, desired_goal) -> tuple[int, ...]:
+    return goal_distance(achieved_goal, desired_goal).shape  # checks the goals' last axis too
+
+
+def _flags(info, shape) -> dict[str, np.ndarray]:
+    return {k: _info_values(info, k, shape).astype(bool) for k in FLAG_KEYS}
+
+
+def _tray(info, shape) -> tuple[np.ndarray, np.ndarray]:
+    return (_info_values(info, TRAY_SHIFT_KEY, shape, (3,)).astype(np.float64),
+            _info_values(info, TRAY_QUAT_KEY, shape, (4,)).astype(np.float64))
+
+
+def _one(achieved_goal, desired_goal, info) -> bool:
+    """One goal and its one info dict of Python scalars (a step's): the fast scalar path."""
+    return isinstance(info, Mapping) and np.ndim(achieved_goal) == 1 and np.ndim(desired_goal) == 1 \
+        and not isinstance(info.get(FLAG_KEYS[0]), np.ndarray)
+
+
+def _get(info: Mapping, key: str):
+    if key not in info:
+        raise ValueError(f"info lacks {key!r}: success needs the step's contacts and speed, which the goals "
+                         f"do not hold (pass the info the env returned with that step)")
+    return info[key]
+
+
+def _success_one(achieved_goal, desired_goal, info: Mapping) -> bool:
+    """:func:`success` of one goal in Python scalars: the same answer as the batch (the box test
+    is the same arithmetic, robogym_ros.sim.placement.inside_tray_at_one)."""
+    flags = {k: bool(_get(info, k)) for k in FLAG_KEYS}
+    _goal_shape(achieved_goal, desired_goal)
+    inside = placement.inside_tray_at_one(achieved_goal, desired_goal, _get(info, TRAY_SHIFT_KEY),
+                                          _get(info, TRAY_QUAT_KEY))
+    released = not (flags["left_touches_block"] or flags["right_touches_block"])
+    return inside and released and flags["block_at_rest"] and (flags["block_on_tray"] or flags["block_on_table"])
+
+
+def success(achieved_goal, desired_goal, info) -> np.ndarray:
+    """The block placed at the goal: inside the tray's box there, touching no arm, resting on the
+    tray or the table, at rest (robogym_ros.sim.placement.placed_at). Batched; bool."""
+    if _one(achieved_goal, desired_goal, info):
+        return np.asarray(_success_one(achieved_goal, desired_goal, info))
+    shape = _goal_shape(achieved_goal, desired_goal)
+    f = _flags(info, shape)
+    shift, quat = _tray(info, shape)
+    released = ~(f["left_touches_block"] | f["right_touches_block"])
+    return np.asarray(placement.placed_at(achieved_goal, desired_goal, shift, quat, released, f["block_at_rest"],
+                                          f["block_on_tray"] | f["block_on_table"]))
+
+
+def _stage_one(achieved_goal, desired_goal, info: Mapping, placed: bool | None = None) -> int:
+    """:func:`stage` of one goal in Python scalars (the same rules, the same box test); ``placed``:
+    :func:`success` of the same, if known."""
+    f = {k: bool(_get(info, k)) for k in FLAG_KEYS}
+    placing_left = float(desired_goal[1]) > 0
+    pick, place = ("right", "left") if placing_left else ("left", "right")
+    pick_touch, pick_grasp = f[f"{pick}_touches_block"], f[f"{pick}_grasps_block"]
+    place_touch, place_grasp = f[f"{place}_touches_block"], f[f"{place}_grasps_block"]
+    off_table = not f["block_on_table"]
+    inside = placement.inside_tray_at_one(achieved_goal, desired_goal, _get(info, TRAY_SHIFT_KEY),
+                                          _get(info, TRAY_QUAT_KEY))
+    holds = (pick_touch, pick_grasp, pick_grasp and off_table and not f["block_on_tray"], place_grasp and off_table,
+             (place_grasp and not pick_touch and off_table) or (inside and not pick_touch and not place_touch),
+             _success_one(achieved_goal, desired_goal, info) if placed is None else placed)
+    return max((k for k, h in enumerate(holds, start=1) if h), default=0)
+
+
+def success_and_stage(achieved_goal, desired_goal, info: Mapping) -> tuple[bool, int]:
+    """:func:`success` and :func:`stage` of one goal and its step's info, in Python scalars (what
+    a step returns; the same as the batched functions give for it)."""
+    placed = _success_one(achieved_goal, desired_goal, info)
+    return placed, _stage_one(achieved_goal, desired_goal, info, placed)
+
+
+def stage(achieved_goal, desired_goal, info) -> np.ndarray:
+    """The staged reward's stage (int64, 0 .. TOP_STAGE), the highest that holds at this step:
+    reach (the picking arm touches the block), grasp (both its jaws do), lift (grasped, off the
+    table and tray), handover (the placing arm grasps it, off the table), release (the placing
+    arm holds it alone, off the table; or it lies in the goal's box touching no arm, not yet
+    at rest), place (success). The placing arm is the one on the goal's side."""
+    if _one(achieved_goal, desired_goal, info):
+        return np.asarray(_stage_one(achieved_goal, desired_goal, info), dtype=np.int64)
+    shape = _goal_shape(achieved_goal, desired_goal)
+    f = _flags(info, shape)
+    placing_left = np.asarray(desired_goal, np.float64)[..., 1] > 0
+    touch = {True: f["left_touches_block"], False: f["right_touches_block"]}
+    grasp = {True: f["left_grasps_block"], False: f["right_grasps_block"]}
+    pick_touch = np.where(placing_left, touch[False], touch[True])
+    pick_grasp = np.where(placing_left, grasp[False], grasp[True])
+    place_touch = np.where(placing_left, touch[True], touch[False])
+    place_grasp = np.where(placing_left, grasp[True], grasp[False])
+    off_table = ~f["block_on_table"]
+    shift, quat = _tray(info, shape)
+    in_box_free = placement.inside_tray_at(achieved_goal, desired_goal, shift, quat) & ~pick_touch & ~place_touch
+    out = np.zeros(shape, dtype=np.int64)
+    for k, holds in enumerate((pick_touch, pick_grasp, pick_grasp & off_table & ~f["block_on_tray"],
+                               place_grasp & off_table, (place_grasp & ~pick_touch & off_table) | in_box_free,
+                               success(achieved_goal, desired_goal, info)), start=1):
+        out = np.where(holds, k, out)
+    return out
+
+
+def reward(achieved_goal, desired_goal, info, reward_type: str) -> np.ndarray:
+    """sparse: 0 on success, -1 otherwise; dense: minus the distance in m; staged: (stage - 6) / 6,
+    -1 .. 0, 0 on success. float64."""
     if reward_type == "sparse":
-        return np.where(np.asarray(distance) > distance_threshold_m, -1.0, 0.0)
+        return np.where(success(achieved_goal, desired_goal, info), 0.0, -1.0)
     if reward_type == "dense":
-        return np.negative(np.asarray(distance, dtype=np.float64))
+        return np.negative(goal_distance(achieved_goal, desired_goal))
+    if reward_type == "staged":
+        return (stage(achieved_goal, desired_goal, info) - TOP_STAGE) / TOP_STAGE
     raise ValueError(f"reward_type must be one of {REWARD_TYPES}, got {reward_type!r}")
-
-
-def scalar_reward(distance: float, distance_threshold_m: float, reward_type: str) -> float:
-    """:func:`reward_of_distance` for one distance, in Python floats: the same value, bit for bit."""
-    if reward_type == "sparse":
-        return -1.0 if distance > distance_threshold_m else 0.0
-    return -distance
-
-
-def is_success(achieved_goal, desired_goal, distance_threshold_m: float) -> np.ndarray:
-    return success_of_distance(goal_distance(achieved_goal, desired_goal), distance_threshold_m)
-
-
-def reward(achieved_goal, desired_goal, distance_threshold_m: float, reward_type: str) -> np.ndarray:
-    return reward_of_distance(goal_distance(achieved_goal, desired_goal), distance_threshold_m, reward_type)

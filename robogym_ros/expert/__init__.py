@@ -6,6 +6,7 @@ inverse kinematics on MuJoCo's site Jacobians) and moves through phases whose gr
 react: a missed grasp is retried, and an episode that cannot go on names the phase it failed in.
 """
 from robogym_ros.expert.kinematics import ArmKinematics
-from robogym_ros.expert.policy import ExpertFailure, HandoverExpert, Percept
+from robogym_ros.expert.percept import ExpertFailure, Percept
+from robogym_ros.expert.policy import HandoverExpert
 
 __all__ = ["ArmKinematics", "ExpertFailure", "HandoverExpert", "Percept"]

@@ -3,106 +3,66 @@
 ``expert(percept)`` returns the 12 servo targets (rad, ``scene.JOINT_NAMES`` order) for the
 latest percept; call ``reset()`` at each new episode. Each phase moves one or both arms from the
 targets last sent to a goal found by IK on the scene's MJCF, along a minimum-jerk profile in
-joint space, timed by the percept's clock (sim time), so the same script runs in local mode and
-over ROS. Checks after each grasp read the gripper angle (jaws stopped by the block, not shut)
-and where the block went; a missed table grasp is retried from a fresh plan, a missed handover
-grasp likewise, and anything that cannot go on sets ``failure`` (phase and reason) and holds.
+joint space (robogym_ros.expert.motion), timed by the percept's clock (sim time) alone, so the
+same script runs in local mode and over ROS and a local rollout is the same whatever the load.
+Checks after each grasp read the gripper angle and MuJoCo's contacts of the observed scene
+(robogym_ros.expert.holding): a missed table grasp is retried from a fresh plan, a missed
+handover grasp likewise, a block that slid in the jaws is placed from where it now is, one that
+fell where only the far arm reaches is picked by the far arm, and anything that cannot go on
+sets ``failure`` (phase and a reason that says what the physics shows) and holds. The moves and
+waits the phases are written in: robogym_ros.expert.phases.
 """
 from __future__ import annotations
-
-import time
-from dataclasses import dataclass, field
 
 import mujoco
 import numpy as np
 
 from robogym_ros.expert import grasps
-from robogym_ros.expert.handover import HandoverPlanner
+from robogym_ros.expert.holding import GRIPPER_HOLDING_MIN_RAD, HoldChecks
 from robogym_ros.expert.kinematics import ArmKinematics
+from robogym_ros.expert.motion import Timeline
+from robogym_ros.expert.paths import carry_path, turn_path
+from robogym_ros.expert.percept import ExpertFailure, Percept
+from robogym_ros.expert.phases import Arm, ArmPhases, Solved
+from robogym_ros.expert.planner import HandoverPlanner
 from robogym_ros.sim import scene
 from robogym_ros.sim.physics import default_model_path
 
 GRIPPER_OPEN_RAD = 0.9  # ~50 mm between the tips: room around a 25 mm block
 GRIPPER_CLOSED_RAD = -0.17  # past shut: the servo squeezes at its force limit
 GRIPPER_RELEASE_RAD = 0.55  # ~31 mm between the tips: a held 25 mm block is free
-GRIPPER_HOLDING_MIN_RAD = 0.12  # jaws stopped by a 25 mm block sit at ~0.35; shut is <= 0
-GRIPPER_HOLDING_MAX_RAD = 0.6  # above this the jaws are still (or again) open
-JAWS_STILL_RAD = 0.005  # the gripper moved less than this in 30 ms: it has stopped
-JAWS_STILL_TIMEOUT_S = 0.6
 MAX_TABLE_TRIES = 3
 MAX_HANDOVER_TRIES = 2
 MAX_CARRIES = 2
 PLAN_STILL_GOOD_M = 0.015  # the block this close to where the plan put it: the planned far grasp fits
-SLOW_CALL_S = 0.015  # a call that planned longer than this (wall time) starts its moves late
-CARRY_WAYPOINTS = 5
-TURN_WAYPOINTS = 5
+REPLAN_MOVED_M = 0.004  # the block moved this far while the far arm came in: its grasp is planned again
 RAISED_FOLD_Q = np.array([0.0, -1.0, 0.6, 1.3, 0.0])  # the fold with the elbow opened: gripper up
 UNFOLDED_Q = np.array([0.0, -0.6, 0.9, -0.2, 0.0])  # upper arm back, gripper level above the base
-CARRY_BUMP_M = 0.03
-JOINT_SPEED_RAD_S = 3.0  # the farthest-moving joint's mean pace; phases last at least their minimum
-GRIPPER_SPEED_RAD_S = 6.0
-CONVERGED_RAD = 0.02
-CONVERGE_TIMEOUT_S = 0.5
 LIFT_M = 0.07
 PLACE_OFF_CENTRE_MAX_M = 0.02  # the block's centre at most this far off a pushed tray's centre
 HOVER_M = 0.015  # the block this far above its place before the last look and the last lowering
-BLOCK_HELD_MAX_M = 0.035  # block centre this close to the grasp site: it moves with the hand
-# Taken end-on, the block can slide toward the far fingertips and still be held (jaws not shut)
-BLOCK_IN_FAR_JAWS_MAX_M = 0.06
+OUT_OF_REACH = "no table grasp the arm reaches"
 
 
-# The env's goal (robogym_ros.envs.task.goal_from_tray_pose): a lying block's centre resting on
-# the tray's floor (4 mm thick) at its centre. test/test_expert.py checks that the two agree.
-GOAL_ABOVE_TRAY_M = 0.004 + 0.0125
+class HandoverExpert(ArmPhases):
+    """Scripted handover: near arm picks, both meet, far arm takes, near lets go, far places.
 
+    ``start_moves_next_percept``: each move starts at the percept after the one it was planned
+    on (the ROS node sets it: the sim ran on while it planned); local mode starts moves at once.
+    """
 
-def goal_of_tray(tray_pose) -> np.ndarray:
-    return np.array([tray_pose[0], tray_pose[1], tray_pose[2] + GOAL_ABOVE_TRAY_M], dtype=np.float64)
-
-
-@dataclass
-class Percept:
-    """What the expert sees at one tick: exactly what the env observes (no privileged state)."""
-    time_s: float
-    q: np.ndarray  # 12 joint positions (rad), scene.JOINT_NAMES order
-    block_pose: np.ndarray  # x y z qw qx qy qz (world, m)
-    tray_pose: np.ndarray
-
-
-@dataclass(frozen=True)
-class ExpertFailure:
-    """Where the expert gave up and why."""
-    phase: str
-    reason: str
-
-
-@dataclass(frozen=True)
-class _Solved:
-    q: np.ndarray
-
-
-@dataclass(eq=False)  # hashed by identity: arms key the goals of a move
-class _Arm:
-    side: str
-    kin: ArmKinematics
-    cols: slice = field(init=False)
-
-    def __post_init__(self):
-        start = scene.SIDES.index(self.side) * len(scene.ARM_JOINTS)
-        self.cols = slice(start, start + len(scene.ARM_JOINTS))
-
-
-class HandoverExpert:
-    """Scripted handover: near arm picks, both meet, far arm takes, near lets go, far places."""
-
-    def __init__(self, model_path: str | None = None, *, speed_scale: float = 1.0):
-        self.model = mujoco.MjModel.from_xml_path(model_path or default_model_path())
-        self.arms = {s: _Arm(s, ArmKinematics(self.model, s)) for s in scene.SIDES}
+    def __init__(self, model_path: str | None = None, *, speed_scale: float = 1.0,
+                 start_moves_next_percept: bool = False):
+        model_path = model_path or default_model_path()
+        self.model = mujoco.MjModel.from_xml_path(model_path)
+        self.arms = {s: Arm(s, ArmKinematics(self.model, s)) for s in scene.SIDES}
         self.planner = HandoverPlanner(self.model, {s: a.kin for s, a in self.arms.items()})
+        self.holds = HoldChecks(model_path)
         self.speed_scale = float(speed_scale)
-        self._lo = self.model.actuator_ctrlrange[:, 0].copy()
-        self._hi = self.model.actuator_ctrlrange[:, 1].copy()
-        self._is_gripper = np.array([n.endswith("gripper") for n in scene.JOINT_NAMES])
+        is_gripper = np.array([n.endswith("gripper") for n in scene.JOINT_NAMES])
+        self._is_gripper = is_gripper
+        self.timeline = Timeline(self.model.actuator_ctrlrange[:, 0], self.model.actuator_ctrlrange[:, 1], is_gripper,
+                                 speed_scale=self.speed_scale, start_next_percept=start_moves_next_percept)
         self.reset()
 
     # --- public --------------------------------------------------------------------------
@@ -111,11 +71,9 @@ class HandoverExpert:
         self.failure: ExpertFailure | None = None
         self.events: list[str] = []  # retries and what caused them
         self._gen = None
-        self._cmd = None
         self._p: Percept | None = None
-        self._segments: dict[int, tuple] = {}  # column -> (start, goal, t0_s or None, duration_s)
-        self._created: list[int] = []
-        self._queued: list[tuple] = []  # (sim time s, goals): background moves that start later
+        self.timeline.reset()
+        self.planner.reset()  # an episode never depends on the ones before it
 
     @property
     def done(self) -> bool:
@@ -123,114 +81,24 @@ class HandoverExpert:
 
     def __call__(self, percept: Percept) -> np.ndarray:
         self._p = percept
-        if self._cmd is None:
-            self._cmd = np.array(percept.q, dtype=np.float64)
+        self.timeline.begin(percept.q, percept.time_s)
+        if self._gen is None:
             self._gen = self._script()
-        for c, (a, b, t0, duration) in self._segments.items():
-            if t0 is None:  # planned by a slow call: starts now, not back then
-                self._segments[c] = (a, b, percept.time_s, duration)
-        self._created = []
-        for item in [q for q in self._queued if percept.time_s >= q[0]]:  # background moves due now
-            self._queued.remove(item)
-            for _ in self._move("", item[1], wait=False):
+        for goals in self.timeline.due(percept.time_s):  # background moves due now
+            for _ in self._move("", goals, wait=False):
                 pass
-        started = time.perf_counter()
         try:
             next(self._gen)
         except StopIteration:
             pass
-        if time.perf_counter() - started > SLOW_CALL_S:
-            # Over ROS the sim ran on while this call planned: the moves it began start at the
-            # next percept, so that none of them jumps ahead by the planning time.
-            for c in self._created:
-                a, b, _, duration = self._segments[c]
-                self._segments[c] = (a, b, None, duration)
-        self._interpolate()
-        return self._cmd.copy()
+        return self.timeline.interpolate(percept.time_s)
 
-    # --- helpers -------------------------------------------------------------------------
-    def _fail(self, phase: str, reason: str):
-        self.failure = ExpertFailure(phase, reason)
-        self.phase = "failed"
-        while True:
-            yield
+    def preview(self, times_s) -> np.ndarray:
+        """The targets the expert will send at each of ``times_s`` (sim time, after the latest
+        percept) unless it starts another move: (len, 12), rad. The ROS node sends them ahead as
+        a trajectory, so the arms move on smoothly while it plans or its callbacks come late."""
+        return self.timeline.preview(times_s)
 
-    def _block(self):
-        return np.array(self._p.block_pose[:3]), grasps.rotation_of_quat(self._p.block_pose[3:])
-
-    def _q5(self, arm: _Arm) -> np.ndarray:
-        return np.array(self._p.q[arm.cols][:5])
-
-    def _grip(self, arm: _Arm) -> float:
-        return float(self._p.q[arm.cols][5])
-
-    def _site(self, arm: _Arm):
-        return arm.kin.fk(self._q5(arm))
-
-    def _move(self, phase: str, goals: dict, min_s: float = 0.3, settle_s: float = 0.0, wait: bool = True,
-              converge: bool = True):
-        """Min-jerk from the targets last sent to ``goals`` {arm: (q5 or None, gripper or None)}.
-
-        Each arm keeps its own timeline: with ``wait=False`` the move runs on while later
-        phases move the other arm (the phase name is not changed then)."""
-        now = self._p.time_s
-        cols, values = [], []
-        for arm, (q5, grip) in goals.items():
-            if q5 is not None:
-                cols += range(arm.cols.start, arm.cols.start + 5)
-                values += list(q5)
-            if grip is not None:
-                cols.append(arm.cols.stop - 1)
-                values.append(grip)
-        cols = np.array(cols, dtype=np.int64)
-        goal = np.clip(np.array(values, dtype=np.float64), self._lo[cols], self._hi[cols])
-        start = self._cmd[cols]
-        speed = np.where(self._is_gripper[cols], GRIPPER_SPEED_RAD_S, JOINT_SPEED_RAD_S)
-        duration = max(min_s, float(np.max(np.abs(goal - start) / speed))) / self.speed_scale
-        for c, a, b in zip(cols, start, goal):
-            self._segments[int(c)] = (a, b, now, duration)
-        self._created += [int(c) for c in cols]
-        if not wait:
-            return
-        self.phase = phase
-        yield  # the segments' start is fixed after this call (see __call__)
-        t0 = self._segments[int(cols[0])][2]
-        end = (t0 if t0 is not None else self._p.time_s) + duration + settle_s / self.speed_scale
-        while self._p.time_s < end - 1e-9:
-            yield
-        # The servos lag a fast move: wait (bounded) until the arm joints are where they were sent.
-        arm_cols = cols[~self._is_gripper[cols]] if converge else cols[:0]
-        deadline = self._p.time_s + CONVERGE_TIMEOUT_S
-        while (arm_cols.size and self._p.time_s < deadline
-               and np.max(np.abs(self._p.q[arm_cols] - self._cmd[arm_cols])) > CONVERGED_RAD):
-            yield
-
-    def _wait_for(self, arm: _Arm, phase: str):
-        """Until ``arm``'s running moves have ended and its joints caught up (bounded)."""
-        self.phase = phase
-        ends = [(t0 if t0 is not None else self._p.time_s) + d for c, (_, _, t0, d) in self._segments.items()
-                if arm.cols.start <= c < arm.cols.stop]
-        while ends and self._p.time_s < max(ends) - 1e-9:
-            yield
-        cols = np.arange(arm.cols.start, arm.cols.stop - 1)
-        deadline = self._p.time_s + CONVERGE_TIMEOUT_S
-        while self._p.time_s < deadline and np.max(np.abs(self._p.q[cols] - self._cmd[cols])) > CONVERGED_RAD:
-            yield
-
-    def _interpolate(self) -> None:
-        t = self._p.time_s
-        for c, (a, b, t0, duration) in self._segments.items():
-            if t0 is None:
-                continue  # starts at the next percept
-            s = min(1.0, (t - t0) / duration) if duration > 0 else 1.0
-            self._cmd[c] = a + (b - a) * (s * s * s * (10 - 15 * s + 6 * s * s))
-
-    def _seeds(self, arm: _Arm, point):
-        pan = arm.kin.pan_towards(point)
-        return [self._q5(arm), [pan, 0.0, 0.6, 1.0, 0.0], [pan, -0.3, 1.2, 0.8, 1.5],
-                [pan, 0.3, 0.3, 1.2, -1.5]]
-
-    # --- the script ----------------------------------------------------------------------
     def _script(self):
         near = self.arms["left" if self._p.block_pose[1] > 0 else "right"]
         far = self.arms["right" if near.side == "left" else "left"]
@@ -241,15 +109,26 @@ class HandoverExpert:
         # First the elbow opens (the gripper rises where it hangs), then the wrist turns up: turned
         # first, the gripper's tips sweep low in front of the base, where the tray can stand.
         yield from self._move("far_unfold", {far: (RAISED_FOLD_Q, None)}, min_s=0.25, wait=False)
-        self._queued.append((self._p.time_s + 0.3, {far: (UNFOLDED_Q, None)}))
+        self.timeline.queued.append((self._p.time_s + 0.3, {far: (UNFOLDED_Q, None)}))
         plan = None
         for attempt in range(MAX_CARRIES):
             plan = yield from self._pick_and_carry(near, far)
-            if not isinstance(plan, str):
+            if not isinstance(plan, str) or plan == OUT_OF_REACH:
                 break
             self.events.append(f"carry {attempt + 1}: {plan}")
+            if attempt + 1 < MAX_CARRIES:
+                yield from self._clear_for_another_pick(near, far)
         else:
             yield from self._fail("to_handover", f"{MAX_CARRIES} tries: {'; '.join(self.events[-MAX_CARRIES:])}")
+        if plan == OUT_OF_REACH:  # dropped where only the far arm reaches: it picks the block itself
+            self.events.append("the block lies out of the near arm's reach: the far arm picks it")
+            yield from self._far_picks(near, far)
+        else:
+            yield from self._handover(near, far, plan)
+        yield from self._place(near, far)
+
+    def _handover(self, near: Arm, far: Arm, plan):
+        """The far arm takes the held-out block; the near one lets go and backs out."""
         for attempt in range(MAX_HANDOVER_TRIES):
             ok = yield from self._far_take(near, far, plan)
             if ok is True:
@@ -262,8 +141,23 @@ class HandoverExpert:
         pos, rot = self._site(near)
         back = near.kin.solve(pos - 0.06 * rot[:, 0], plan.near_axes, q0=self._q5(near))
         yield from self._move("near_retract", {near: (back.q, None)}, min_s=0.4)
-        if not self._held(far):
-            yield from self._fail("near_retract", "the block left the far gripper when the near one let go")
+        hold = self._hold(far)
+        if not hold.held:
+            yield from self._fail("near_retract", hold.reason("when the near one let go"))
+
+    def _far_picks(self, near: Arm, far: Arm):
+        """The far arm takes the block from the table (the near arm parked out of the way)."""
+        park = np.array([scene.folded_pose()[f"{near.side}_{j}"] for j in scene.ARM_JOINTS[:5]])
+        yield from self._move("near_park", {near: (park, 0.0)}, wait=False)
+        for attempt in range(MAX_TABLE_TRIES):
+            picked = yield from self._pick(far, "far_table")
+            if isinstance(picked, grasps.InHand):
+                return
+            self.events.append(f"far table grasp {attempt + 1}: {picked}")
+        yield from self._fail("far_table_grasp", f"{MAX_TABLE_TRIES} tries: {'; '.join(self.events[-3:])}")
+
+    def _place(self, near: Arm, far: Arm):
+        """The far arm holds the block: up, over the tray, down, let go, back out."""
         far_pos, far_rot = self._site(far)
         in_far = grasps.InHand.measure(far_pos, far_rot, *self._block())
         lift = far.kin.solve(far_pos + 0.05 * grasps.UP, [(0, far_rot[:, 0]), (1, far_rot[:, 1])], q0=self._q5(far))
@@ -275,11 +169,17 @@ class HandoverExpert:
             yield from self._fail("place_plan", "no place pose over the tray")
         # Through IK waypoints that turn the jaws down a little at a time while the hand moves over
         # the tray: one joint-space move that swings and turns at once can fling the block out.
-        for q in self._turn_path(far, place.pre_q):
-            yield from self._move("to_tray", {far: (q, None)}, min_s=0.15, converge=False)
+        yield from self._move_path("to_tray", far, turn_path(far.kin, self._q5(far), place.pre_q), min_s=0.15)
         yield from self._wait_for(far, "to_tray")
-        if not self._held(far, max_off_m=BLOCK_IN_FAR_JAWS_MAX_M):
-            yield from self._fail("to_tray", "the block fell on the way to the tray")
+        hold = self._hold(far)  # still between both jaws, wherever it slid to: it is placed from there
+        if hold.state == "fell" and hold.contacts.tray:  # it fell into the tray: let go, back out, done
+            self.events.append(hold.reason("on the way to the tray"))
+            yield from self._move("far_release", {far: (None, GRIPPER_RELEASE_RAD)}, min_s=0.25, settle_s=0.1)
+            self.phase = "done"
+            while True:
+                yield
+        if not hold.held:
+            yield from self._fail("to_tray", hold.reason("on the way to the tray"))
         # The block may have shifted (or still swing) in the jaws: aim at where it is now, twice,
         # the second time just above the floor, with the hand still.
         for hover_m in (HOVER_M, 0.0):
@@ -299,7 +199,17 @@ class HandoverExpert:
         while True:
             yield
 
-    def _pick_and_carry(self, near: _Arm, far: _Arm):
+    def _clear_for_another_pick(self, near: Arm, far: Arm):
+        """After a carry that failed: the near jaws open and rise, the far arm backs off, and the
+        block gets to come to rest (on the table, where the next table grasp looks for it)."""
+        pos, _ = self._site(near)
+        up = near.kin.solve(pos + grasps.UP * LIFT_M, [], q0=self._q5(near))
+        yield from self._move("near_regrasp", {near: (None, GRIPPER_OPEN_RAD)}, min_s=0.25)
+        yield from self._move("near_regrasp", {near: (up.q if up.ok() else None, None),
+                                               far: (UNFOLDED_Q, GRIPPER_OPEN_RAD)}, min_s=0.4, converge=False)
+        yield from self._steady(None)
+
+    def _pick_and_carry(self, near: Arm, far: Arm):
         """Pick the block from the table and hold it out at the handover: the plan, or why the
         block is not in the near jaws there (it did not come up, or fell on the way)."""
         picked = None
@@ -307,15 +217,22 @@ class HandoverExpert:
             picked = yield from self._pick(near)
             if isinstance(picked, grasps.InHand):
                 break
+            if picked == OUT_OF_REACH:
+                far_reaches = self._table_grasp(far) is not None
+                if far_reaches:
+                    return OUT_OF_REACH
+                yield from self._fail("near_grasp", "no table grasp either arm reaches")
             self.events.append(f"table grasp {attempt + 1}: {picked}")
         else:
             yield from self._fail("near_grasp", f"{MAX_TABLE_TRIES} tries: {'; '.join(self.events)}")
         pos = self._site(near)[0]
         lift_q = near.kin.solve(pos + grasps.UP * LIFT_M, [(0, grasps.DOWN)], q0=self._q5(near)).q
         yield from self._move("near_lift", {near: (lift_q, None)}, min_s=0.4)
-        if not self._held(near, min_rise_m=0.03):
+        hold = self._hold(near)
+        if not hold.held or hold.contacts.table:
             yield from self._move("near_regrasp", {near: (None, GRIPPER_OPEN_RAD)}, min_s=0.25)
-            return "the block did not come up with the near gripper"
+            return ("the block did not come up with the near gripper: " +
+                    ("it still touches the table" if hold.held else hold.reason("as it lifted")))
         # the block's pose in the hand as it hangs now (it can turn a little as it leaves the table)
         site_pos, site_rot = self._site(near)
         picked = grasps.InHand.measure(site_pos, site_rot, *self._block())
@@ -327,49 +244,13 @@ class HandoverExpert:
         # A straight line to the carry pose, through IK waypoints whose jaw axis turns from the
         # grasp's to the handover's: one joint-space move between a hand pointing down and one
         # held level can dip the block to the table and scrape it out of the jaws.
-        for q in self._carry_path(near, plan):
-            yield from self._move("to_handover", {near: (q, None)}, min_s=0.12, converge=False)
+        yield from self._move_path("to_handover", near, carry_path(near.kin, self._q5(near), plan), min_s=0.12)
         yield from self._wait_for(far, "far_ready")  # its jaws must be up before the block slides in
         yield from self._move("slide_in", {near: (plan.near_q, None)}, min_s=0.35, settle_s=0.1)
-        if not self._held(near):
-            return "the block left the near gripper on the way"
+        hold = self._hold(near)
+        if hold.state == "fell":  # pushed in the near jaws (not fallen), it is taken from where it is now
+            return hold.reason("on the way to the handover")
         return plan
-
-    def _carry_path(self, near: _Arm, plan) -> list:
-        if plan.case == "across":
-            return [plan.near_carry_q]  # pointing down at both ends: one joint-space move keeps it so
-        q = self._q5(near)
-        start, rot = near.kin.fk(q)
-        end = near.kin.fk(plan.near_carry_q)[0]
-        y0, y1 = rot[:, 1], plan.near_axes[0][1]
-        path = []
-        for t in np.linspace(0.2, 1.0, CARRY_WAYPOINTS):
-            y = (1 - t) * y0 + t * y1
-            if np.linalg.norm(y) < 1e-6:
-                y = y1
-            pos = start + t * (end - start) + grasps.UP * CARRY_BUMP_M * np.sin(np.pi * t)
-            r = near.kin.solve(pos, [(1, y)], q0=q)
-            if not r.ok(0.01, 0.1):
-                return [plan.near_carry_q]  # no smooth way found: go straight
-            q = r.q
-            path.append(q)
-        path[-1] = plan.near_carry_q
-        return path
-
-    def _turn_path(self, arm: _Arm, goal_q) -> list:
-        q = self._q5(arm)
-        start, rot = arm.kin.fk(q)
-        end, end_rot = arm.kin.fk(goal_q)
-        path = []
-        for t in np.linspace(0.2, 0.8, TURN_WAYPOINTS - 1):
-            x = (1 - t) * rot[:, 0] + t * end_rot[:, 0]
-            pos = start + t * (end - start) + grasps.UP * CARRY_BUMP_M * np.sin(np.pi * t)
-            r = arm.kin.solve(pos, [(0, x / np.linalg.norm(x))], q0=q)
-            if not r.ok(0.01, 0.1):
-                return [goal_q]  # no smooth way found: go straight
-            q = r.q
-            path.append(q)
-        return path + [goal_q]
 
     def _place_pose(self) -> np.ndarray:
         """Where to lay the block: the goal (the tray as the episode began), unless the tray has
@@ -380,64 +261,64 @@ class HandoverExpert:
         tray[:2] += shift * min(1.0, PLACE_OFF_CENTRE_MAX_M / norm) if norm > 0 else 0.0
         return tray
 
-    def _jaws_still(self, arm: _Arm):
-        """Until the jaws have stopped (on the block, or shut) and are no longer open: over ROS
-        the close command can arrive late, and an open gripper must not pass for a holding one."""
-        deadline = self._p.time_s + JAWS_STILL_TIMEOUT_S
-        last_t, last = self._p.time_s, self._grip(arm)
-        while self._p.time_s < deadline:
-            yield
-            if self._p.time_s - last_t >= 0.03:
-                still = abs(self._grip(arm) - last) < JAWS_STILL_RAD
-                if still and self._grip(arm) < GRIPPER_HOLDING_MAX_RAD:
-                    return
-                last_t, last = self._p.time_s, self._grip(arm)
-
-    def _held(self, arm: _Arm, min_rise_m: float = 0.0, max_off_m: float = BLOCK_HELD_MAX_M) -> bool:
-        pos, _ = self._site(arm)
-        block, _ = self._block()
-        grip_ok = GRIPPER_HOLDING_MIN_RAD < self._grip(arm) < GRIPPER_HOLDING_MAX_RAD
-        return grip_ok and np.linalg.norm(block - pos) < max_off_m and block[2] > min_rise_m
-
-    def _pick(self, near: _Arm):
-        """One table grasp: returns the block's pose in the hand, or why it missed."""
+    def _table_grasp(self, arm: Arm):
+        """(cost, pregrasp IK, grasp IK) of the cheapest table grasp ``arm`` reaches, or None."""
         block_pos, block_rot = self._block()
         best = None
         for g in grasps.table_grasps(block_pos, block_rot):
-            pre = near.kin.solve_best(g.pregrasp_m, [g.axes], self._seeds(near, block_pos))
+            pre = arm.kin.solve_best(g.pregrasp_m, [g.axes], self._seeds(arm, block_pos))
             if not pre.ok():
                 continue
-            at = near.kin.solve(g.site_m, g.axes, q0=pre.q)
+            at = arm.kin.solve(g.site_m, g.axes, q0=pre.q)
             if not at.ok():
                 continue
-            cost = float(np.max(np.abs(pre.q - self._q5(near))))
+            cost = float(np.max(np.abs(pre.q - self._q5(arm))))
             if best is None or cost < best[0]:
                 best = (cost, pre, at)
+        return best
+
+    def _pick(self, near: Arm, phase: str = "near"):
+        """One table grasp: returns the block's pose in the hand, or why it missed
+        (OUT_OF_REACH: no table grasp this arm reaches)."""
+        best = self._table_grasp(near)
         if best is None:
-            yield from self._fail("near_grasp", "no table grasp the near arm reaches")
+            return OUT_OF_REACH
         _, pre, at = best
-        yield from self._move("near_pregrasp", {near: (pre.q, GRIPPER_OPEN_RAD)}, min_s=0.6)
-        yield from self._move("near_descend", {near: (at.q, None)}, min_s=0.4, settle_s=0.05)
-        yield from self._move("near_close", {near: (None, GRIPPER_CLOSED_RAD)}, min_s=0.3, settle_s=0.1)
+        yield from self._move(f"{phase}_pregrasp", {near: (pre.q, GRIPPER_OPEN_RAD)}, min_s=0.6)
+        yield from self._move(f"{phase}_descend", {near: (at.q, None)}, min_s=0.4, settle_s=0.05)
+        yield from self._move(f"{phase}_close", {near: (None, GRIPPER_CLOSED_RAD)}, min_s=0.3, settle_s=0.1)
         yield from self._jaws_still(near)
         if self._grip(near) <= GRIPPER_HOLDING_MIN_RAD:
             reason = f"jaws shut on nothing ({self._grip(near):.2f} rad)"
-            yield from self._move("near_regrasp", {near: (pre.q, GRIPPER_OPEN_RAD)}, min_s=0.3)
+            yield from self._move(f"{phase}_regrasp", {near: (pre.q, GRIPPER_OPEN_RAD)}, min_s=0.3)
             return reason
         pos, rot = self._site(near)
         return grasps.InHand.measure(pos, rot, *self._block())
 
-    def _far_take(self, near: _Arm, far: _Arm, plan):
-        """The far arm closes on the held-out block, re-planned from where the block really is."""
+    def _far_grasp(self, near: Arm, far: Arm, plan, prefer):
+        """(pregrasp, grasp) IK for the far arm on the block where it is now, or (None, None)."""
         block_pos, block_rot = self._block()
         near_pos, near_rot = self._site(near)
-        g, pre, at = self.planner.far_grasp(far.side, plan.case, block_pos, block_rot, near_rot, near_pos,
-                                            q0=plan.far_q, near_q=self._q5(near), prefer=plan.grasp)
+        _, pre, at = self.planner.far_grasp(far.side, plan.case, block_pos, block_rot, near_rot, near_pos,
+                                            q0=plan.far_q, near_q=self._q5(near), prefer=prefer)
         if at is None and np.linalg.norm(block_pos - plan.block_m) < PLAN_STILL_GOOD_M:
-            pre, at = _Solved(plan.far_approach_q), _Solved(plan.far_q)  # the plan's own grasp still fits
+            pre, at = Solved(plan.far_approach_q), Solved(plan.far_q)  # the plan's own grasp still fits
+        return pre, at
+
+    def _far_take(self, near: Arm, far: Arm, plan):
+        """The far arm closes on the held-out block, re-planned from where the block really is,
+        once more after its pregrasp if the block has moved meanwhile."""
+        start = self._block()[0]
+        pre, at = self._far_grasp(near, far, plan, plan.grasp)
         if at is None:
             return "no far grasp reaches the block"
         yield from self._move("far_pregrasp", {far: (pre.q, GRIPPER_OPEN_RAD)}, min_s=0.2)
+        yield from self._steady(near)
+        if np.linalg.norm(self._block()[0] - start) > REPLAN_MOVED_M:
+            again_pre, again_at = self._far_grasp(near, far, plan, plan.grasp)
+            if again_at is not None:
+                pre, at = again_pre, again_at
+                yield from self._move("far_pregrasp", {far: (pre.q, None)}, min_s=0.2)
         yield from self._move("far_descend", {far: (at.q, None)}, min_s=0.4, settle_s=0.05)
         yield from self._move("far_close", {far: (None, GRIPPER_CLOSED_RAD)}, min_s=0.3, settle_s=0.1)
         yield from self._jaws_still(far)
@@ -446,4 +327,3 @@ class HandoverExpert:
             yield from self._move("far_regrasp", {far: (pre.q, GRIPPER_OPEN_RAD)}, min_s=0.3)
             return reason
         return True
-

@@ -1,23 +1,26 @@
 """Run the expert in the Gymnasium env (duck-typed: no gymnasium import) and say how it went."""
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass
 
 import numpy as np
 
-from robogym_ros.expert.policy import HandoverExpert, Percept
+from robogym_ros.expert.percept import Percept
+from robogym_ros.expert.policy import HandoverExpert
 
 
 @dataclass(frozen=True)
 class EpisodeResult:
     """One episode of the expert in the env."""
     seed: int | None
-    success: bool
+    success: bool  # the env's own success (info["is_success"]): the block placed in the tray
     steps: int
     sim_time_s: float
     phase: str  # the phase the expert was in when the episode ended
     failure: str | None  # "phase: reason" where the expert gave up
     events: tuple[str, ...]  # retries and their causes
+    digest: str = ""  # sha256 of every action sent and the last observation: equal digests, equal rollouts
 
 
 class EnvExpert:
@@ -53,20 +56,26 @@ class EnvExpert:
 
 def run_episode(env, seed: int | None, expert: EnvExpert | None = None, *, frames: list | None = None,
                 render_every: int = 0) -> EpisodeResult:
-    """One episode until success, the time limit or a blow-up; ``frames`` collects renders."""
+    """One episode until success (the env's ``terminated``), the time limit or a blow-up;
+    ``frames`` collects renders."""
     expert = expert or EnvExpert(env)
     expert.reset()
     obs, info = env.reset(seed=seed)
     steps, success = 0, False
+    digest = hashlib.sha256()
     while True:
-        obs, _, terminated, truncated, info = env.step(expert(obs))
+        action = expert(obs)
+        digest.update(np.asarray(action, dtype=np.float64).tobytes())
+        obs, _, terminated, truncated, info = env.step(action)
         steps += 1
         if frames is not None and render_every and steps % render_every == 0:
             frames.append((steps, expert.expert.phase, env.render()))
         if terminated or truncated:
             success = bool(info.get("is_success", 0.0))
             break
+    digest.update(np.asarray(obs["observation"], dtype=np.float64).tobytes())
     e = expert.expert
     failure = f"{e.failure.phase}: {e.failure.reason}" if e.failure else None
     phase = e.failure.phase if e.failure else e.phase
-    return EpisodeResult(seed, success, steps, steps * expert._dt_s, phase, failure, tuple(e.events))
+    return EpisodeResult(seed, success, steps, steps * expert._dt_s, phase, failure, tuple(e.events),
+                         digest.hexdigest()[:16])

@@ -2,8 +2,8 @@
 
 The joint stream, the spec and the run states come from the recorder's offline reader
 (robogym_ros.recorder.offline); the pixels and the per-tick targets from
-robogym_ros.recorder.bagstreams; which frame gets which state and action from
-robogym_ros.recorder.episodes (exact stamps, never nearest). Images are streamed: only the
+robogym_ros.recorder.bag.streams; which frame gets which state and action from
+robogym_ros.export.episodes (exact stamps, never nearest). Images are streamed: only the
 frames being assembled are held in memory.
 """
 from __future__ import annotations
@@ -15,14 +15,33 @@ from typing import Sequence
 import numpy as np
 
 from robogym_ros.contract import FIRST_TICK_INDEX, NS_PER_S, RunState
-from robogym_ros.export.dataset import DatasetWriter
-from robogym_ros.recorder.bagio import BagError
-from robogym_ros.recorder.bagstreams import TARGETS_SUFFIX, iter_images, read_targets
-from robogym_ros.recorder.episodes import Episode, align_episodes
+from robogym_ros.export.dataset import ENVIRONMENT_OBJECTS, DatasetWriter
+from robogym_ros.export.episodes import Episode, align_episodes
+from robogym_ros.recorder.bag.format import BagError
+from robogym_ros.recorder.bag.streams import TARGETS_SUFFIX, iter_images, read_targets
 from robogym_ros.recorder.offline import read_recording
 from robogym_ros.recorder.schedules import camera_period_ns
 
 RESET_REASONS = ("reset", "blow_up")  # run states after which a new episode starts
+
+
+def recording_span(control_dt_ns: int, joint_stamps_ns, target_stamps_ns, image_stamps_ns: Sequence,
+                   truth_stamps_ns=None) -> tuple[int, int]:
+    """The frames every stream of the recording covers, [first, last] (ns): a frame needs its
+    tick's joint_states (and ground truth, where recorded), its images, and the targets of the
+    tick after it. The recorder's subscriptions start and stop one by one, so the streams begin
+    and end at different ticks; the export and its verifier (bench/verify_lerobot_export.py)
+    both cut a recording to this span, so they agree on its first and last frames."""
+    dt = int(control_dt_ns)
+    series = [np.asarray(joint_stamps_ns, np.int64), *(np.asarray(s, np.int64) for s in image_stamps_ns)]
+    if truth_stamps_ns is not None and len(truth_stamps_ns):
+        series.append(np.asarray(truth_stamps_ns, np.int64))
+    targets = np.asarray(target_stamps_ns, np.int64)
+    if not len(targets) or any(not len(s) for s in series):
+        return 0, -1  # empty: some stream has nothing
+    first = max([int(s.min()) for s in series] + [int(targets.min()) - dt])
+    last = min([int(s.max()) for s in series] + [int(targets.max()) - dt])
+    return first, last
 
 
 @dataclass
@@ -36,13 +55,16 @@ class ExportPlan:
     control_dt_ns: int
     episodes: list[Episode]
     notes: list[str] = field(default_factory=list)
+    environment_state: list[np.ndarray] | None = None  # per episode (frames, 14): block then tray pose
 
 
 def plan_bag(bag: str | Path, *, cameras: Sequence[str] | None = None, keep_partial: bool = False,
-             skip_gaps: bool = False) -> ExportPlan:
+             skip_gaps: bool = False, environment_state: bool = False) -> ExportPlan:
     """Read a bag's joints, targets, run states and image stamps, and cut them into episodes.
 
     ``skip_gaps``: leave out episodes with a missing frame (noted) instead of refusing the bag.
+    ``environment_state``: each frame also gets the block's and the tray's poses of its own tick
+    (``ground_truth/object_poses``; a frame without them is an error, never the nearest).
 
     Raises BagError (bag unreadable, no targets, no camera) or AlignmentError (a frame without its
     tick, a missing frame) with a message naming what is wrong; nothing is written.
@@ -77,6 +99,9 @@ def plan_bag(bag: str | Path, *, cameras: Sequence[str] | None = None, keep_part
     common = stamps[0]
     for s in stamps[1:]:
         common = np.intersect1d(common, s)
+    truth = data.ground_truth.stamp_ns if data.ground_truth is not None else None
+    first, last = recording_span(dt, js.stamp_ns, targets.stamp_ns, stamps, truth)
+    common = common[(common >= first) & (common <= last)]
     resets = []
     for _, text in data.run_states:
         state = RunState.from_json(text)
@@ -93,7 +118,27 @@ def plan_bag(bag: str | Path, *, cameras: Sequence[str] | None = None, keep_part
                      f"{first.first_tick_ns} ns is neither a reset tick nor the sim's first); --keep-partial keeps it")
     if not episodes:
         raise BagError(f"{bag}: no episode with frames to export ({len(resets)} resets, {len(common)} frames)")
-    return ExportPlan(str(bag), NS_PER_S // period, sizes, tuple(js.names), dt, episodes, notes)
+    env_state = _environment_state(bag, data.object_poses, episodes) if environment_state else None
+    return ExportPlan(str(bag), NS_PER_S // period, sizes, tuple(js.names), dt, episodes, notes, env_state)
+
+
+def _environment_state(bag, poses, episodes: list[Episode]) -> list[np.ndarray]:
+    """Each episode's (frames, 14) block-then-tray poses at the frames' own stamps."""
+    if poses is None or not len(poses):
+        raise BagError(f"{bag}: no ground_truth/object_poses: --environment-state takes the objects' poses of each "
+                       f"frame's tick from it")
+    if poses.poses.shape[1] < len(ENVIRONMENT_OBJECTS):
+        raise BagError(f"{bag}: {poses.topic} has {poses.poses.shape[1]} poses, want the block's and the tray's")
+    by_stamp = {int(s): i for i, s in enumerate(poses.stamp_ns)}
+    out = []
+    for ep in episodes:
+        missing = [int(s) for s in ep.frame_stamps_ns if int(s) not in by_stamp]
+        if missing:
+            raise BagError(f"{bag}: {len(missing)} frames have no object poses at their own stamp (first {missing[0]} "
+                           f"ns): a frame takes the poses of its tick, never the nearest")
+        rows = [by_stamp[int(s)] for s in ep.frame_stamps_ns]
+        out.append(poses.poses[rows, :len(ENVIRONMENT_OBJECTS)].reshape(len(rows), -1).copy())
+    return out
 
 
 def write_plan(plan: ExportPlan, out: str | Path, task: str, *, repo_id: str | None = None) -> DatasetWriter:
@@ -104,7 +149,7 @@ def write_plan(plan: ExportPlan, out: str | Path, task: str, *, repo_id: str | N
     cams = tuple(plan.cameras)
     at = 0
     with DatasetWriter(out, fps=plan.fps, joint_names=plan.joint_names, camera_sizes=plan.cameras, task=task,
-                       repo_id=repo_id) as writer:
+                       repo_id=repo_id, environment_state=plan.environment_state is not None) as writer:
         for cam, stamp, image in iter_images(plan.bag, cams):
             if stamp not in stamp_set:
                 continue
@@ -113,7 +158,8 @@ def write_plan(plan: ExportPlan, out: str | Path, task: str, *, repo_id: str | N
             while at < len(wanted) and len(pending.get(wanted[at][2], ())) == len(cams):
                 e, k, s = wanted[at]
                 ep = plan.episodes[e]
-                writer.add(s, ep.state[k], ep.action[k], pending.pop(s))
+                env_state = plan.environment_state[e][k] if plan.environment_state is not None else None
+                writer.add(s, ep.state[k], ep.action[k], pending.pop(s), environment_state=env_state)
                 if k == len(ep) - 1:
                     writer.end_episode()
                 at += 1

@@ -4,8 +4,10 @@ LeRobot's own ``LeRobotDataset.create`` / ``add_frame`` / ``save_episode`` / ``f
 Features are named as LeRobot names them for its dual SO-101 follower (``bi_so_follower``):
 ``observation.state`` and ``action`` (float32, one entry per joint, ``left_shoulder_pan.pos`` ...),
 ``observation.images.<camera>`` (video). Values are the sim's units (rad; gripper rad), not the
-real robot's calibrated range. ``lerobot`` is imported only when a writer is made: it is an
-optional extra (``pip install .[lerobot]``).
+real robot's calibrated range. Optional ``observation.environment_state`` (LeRobot's name for
+privileged state, as PushT's keypoints): 14 float32, the block's then the tray's pose, each
+x y z qw qx qy qz (contract.POSE_LAYOUT; m, unit quaternion), named ``block.x`` ... ``tray.qz``.
+``lerobot`` is imported only when a writer is made: it is an optional extra (``pip install .[lerobot]``).
 """
 from __future__ import annotations
 
@@ -14,10 +16,17 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
+from robogym_ros.contract import POSE_LAYOUT
+
 ROBOT_TYPE = "bi_so_follower"  # LeRobot 0.6's name for two SO-101 followers (left_*, right_*)
 STATE = "observation.state"
 ACTION = "action"
 IMAGE_PREFIX = "observation.images."
+ENVIRONMENT_STATE = "observation.environment_state"
+ENVIRONMENT_OBJECTS = ("block", "tray")  # the order of the poses in environment_state
+# A rollout's seed (int64, every frame of its episode): a dataset can be replayed and checked
+# (bench/verify_rollouts.py). Not under observation./action.: policies ignore it.
+SEED = "sim_seed"
 # The sim stamp of each frame's tick (int64 ns): every row names its tick, so a dataset can be
 # checked against the sim's ground truth. Not under observation./action.: policies ignore it.
 STAMP = "sim_stamp_ns"
@@ -39,12 +48,24 @@ def feature_names(joint_names: Sequence[str]) -> list[str]:
     return [f"{name}.pos" for name in joint_names]
 
 
-def features(joint_names: Sequence[str], camera_sizes: Mapping[str, tuple[int, int]]) -> dict[str, dict]:
-    """The dataset's features; ``camera_sizes``: camera -> (height, width) in pixels."""
+def environment_state_names() -> list[str]:
+    """``block.x`` ... ``block.qz``, ``tray.x`` ... ``tray.qz``: 14 names in POSE_LAYOUT order."""
+    return [f"{obj}.{c}" for obj in ENVIRONMENT_OBJECTS for c in POSE_LAYOUT]
+
+
+def features(joint_names: Sequence[str], camera_sizes: Mapping[str, tuple[int, int]], *,
+             environment_state: bool = False, seeds: bool = False) -> dict[str, dict]:
+    """The dataset's features; ``camera_sizes``: camera -> (height, width) in pixels;
+    ``environment_state``: the objects' poses too; ``seeds``: each frame's episode seed (rollouts)."""
     names = feature_names(joint_names)
     out = {STATE: {"dtype": "float32", "shape": (len(names),), "names": names},
            ACTION: {"dtype": "float32", "shape": (len(names),), "names": list(names)},
            STAMP: {"dtype": "int64", "shape": (1,), "names": None}}
+    if environment_state:
+        env_names = environment_state_names()
+        out[ENVIRONMENT_STATE] = {"dtype": "float32", "shape": (len(env_names),), "names": env_names}
+    if seeds:
+        out[SEED] = {"dtype": "int64", "shape": (1,), "names": None}
     for cam, (h, w) in camera_sizes.items():
         out[IMAGE_PREFIX + cam] = {"dtype": "video", "shape": (int(h), int(w), 3),
                                    "names": ["height", "width", "channels"]}
@@ -59,7 +80,8 @@ class DatasetWriter:
     """
 
     def __init__(self, out: str | Path, *, fps: int, joint_names: Sequence[str],
-                 camera_sizes: Mapping[str, tuple[int, int]], task: str, repo_id: str | None = None):
+                 camera_sizes: Mapping[str, tuple[int, int]], task: str, repo_id: str | None = None,
+                 environment_state: bool = False, seeds: bool = False):
         out = Path(out)
         if out.exists():
             raise FileExistsError(f"{out} exists already: a dataset is written into a new folder")
@@ -76,19 +98,31 @@ class DatasetWriter:
         self.task = task
         self.joint_names = tuple(joint_names)
         self.cameras = tuple(camera_sizes)
+        self.environment_state = bool(environment_state)
+        self.seeds = bool(seeds)
         self.n_frames = 0
         self.n_episodes = 0
         self._in_episode = 0
         self._dataset = LeRobotDataset.create(self.repo_id, fps, features(
-            joint_names, camera_sizes), root=out, robot_type=ROBOT_TYPE, use_videos=True,
+            joint_names, camera_sizes, environment_state=self.environment_state, seeds=self.seeds), root=out,
+            robot_type=ROBOT_TYPE, use_videos=True,
             video_backend="pyav")  # a writer decodes nothing; this skips probing torchcodec's FFmpeg
 
-    def add(self, stamp_ns: int, state: np.ndarray, action: np.ndarray, images: Mapping[str, np.ndarray]) -> None:
+    def add(self, stamp_ns: int, state: np.ndarray, action: np.ndarray, images: Mapping[str, np.ndarray], *,
+            environment_state: np.ndarray | None = None, seed: int | None = None) -> None:
         """One frame: its tick's stamp, the joint positions at that tick, the targets sent after it,
-        one image per camera."""
+        one image per camera (and, where the dataset has them, the objects' poses and the seed)."""
         frame = {STATE: np.asarray(state, np.float64).astype(np.float32),
                  ACTION: np.asarray(action, np.float64).astype(np.float32),
                  STAMP: np.array([stamp_ns], np.int64), "task": self.task}
+        if self.environment_state:
+            values = np.asarray(environment_state, np.float64).reshape(-1)
+            if values.shape != (len(ENVIRONMENT_OBJECTS) * len(POSE_LAYOUT),):
+                raise ValueError(f"environment_state must be {len(ENVIRONMENT_OBJECTS)} poses of "
+                                 f"{len(POSE_LAYOUT)} numbers, got shape {np.shape(environment_state)}")
+            frame[ENVIRONMENT_STATE] = values.astype(np.float32)
+        if self.seeds:
+            frame[SEED] = np.array([seed], np.int64)
         for cam in self.cameras:
             frame[IMAGE_PREFIX + cam] = np.ascontiguousarray(images[cam], dtype=np.uint8)
         self._dataset.add_frame(frame)

@@ -39,7 +39,15 @@ def build_parser() -> argparse.ArgumentParser:
         "the task) or package.module:factory, factory(env) -> policy(obs) -> targets in rad"))
     p.add_argument("--seed", type=int, default=0, help="rollouts: the first episode's seed")
     p.add_argument("--only-success", action="store_true", help="rollouts: leave out episodes that did not succeed")
-    p.add_argument("--max-steps", type=int, default=250, help="rollouts: steps per episode at most (25 per s)")
+    p.add_argument("--max-steps", type=int, default=250, help=(
+        "rollouts: steps to success at most (25 per s; the env's limit); a success then runs on until it has held "
+        "--success-hold-s"))
+    p.add_argument("--success-hold-s", type=float, default=1.0, help=(
+        "rollouts: an episode ends once success (the block placed in the tray) has held this long [s]: the release "
+        "and the arm's retreat are in it"))
+    p.add_argument("--environment-state", action="store_true", help=(
+        "add observation.environment_state: the block's then the tray's pose, x y z qw qx qy qz each "
+        "(14 float32, block.x ... tray.qz)"))
     return p
 
 
@@ -69,9 +77,10 @@ def main(argv: list[str] | None = None) -> int:
 
 def _from_bag(args: argparse.Namespace, out: Path) -> int:
     from robogym_ros.export.bag import plan_bag, write_plan
-    from robogym_ros.recorder.bagio import BagError
+    from robogym_ros.recorder.bag.format import BagError
     try:
-        plan = plan_bag(args.bag, cameras=args.cameras, keep_partial=args.keep_partial, skip_gaps=args.skip_gaps)
+        plan = plan_bag(args.bag, cameras=args.cameras, keep_partial=args.keep_partial, skip_gaps=args.skip_gaps,
+                    environment_state=args.environment_state)
     except BagError as err:
         raise ValueError(str(err)) from None
     for note in plan.notes:
@@ -89,11 +98,13 @@ def _from_rollouts(args: argparse.Namespace, out: Path) -> int:
     cameras = args.cameras or ["overhead"]
     def report(episode) -> None:
         left_out = args.only_success and episode.outcome != "success"
-        print(f"seed {episode.seed}: {len(episode.frames)} frames, {episode.outcome}"
+        first = f" (placed at step {episode.first_success_step})" if episode.first_success_step else ""
+        print(f"seed {episode.seed}: {len(episode.frames)} frames, {episode.outcome}{first}"
               + (" (left out)" if left_out else ""), flush=True)
     writer = write_rollouts(out, args.task, args.rollouts, factory, seed=args.seed, cameras=cameras,
                             max_steps=args.max_steps, repo_id=args.repo_id, on_episode=report,
-                            only_success=args.only_success)
+                            only_success=args.only_success, environment_state=args.environment_state,
+                            success_hold_s=args.success_hold_s)
     if not writer.n_episodes:
         raise ValueError(f"no episode to write: none of the {args.rollouts} rollouts succeeded")
     _summary(writer, writer.fps, cameras)

@@ -1,8 +1,16 @@
 """Local-mode rollouts (no ROS) as LeRobot episodes: one per seeded reset.
 
 Each env step is a frame: the state is the joint positions of the observation's tick, the
-action the targets (rad) sent right after it, the images the env's cameras at that tick (the
-sim node's renderer and lens). ``fps`` = 1 / (control dt x action_repeat).
+action the targets (rad) sent right after it (rounded to float32 before they are sent: the
+dataset's action is exactly what the env got, so replaying a dataset reproduces it), the
+images the env's cameras at that tick (the sim node's renderer and lens), optionally the
+block's and the tray's poses (``observation.environment_state``). ``fps`` = 1 / (control dt x action_repeat).
+
+An episode shows the whole task: it ends once the env's success (the block placed in the tray,
+touching no arm, at rest) has held for ``success_hold_s`` (1 s): by then the arm has let go and
+backed out (the expert's retreat takes 0.5 s), so the release and the retreat are in the data.
+It also ends on a blow-up, or after ``max_steps`` steps without success (once success has come,
+it may run on for the hold, ``max_steps`` + the hold's steps at most).
 
 A policy is made per episode by a factory, ``factory(env) -> policy``, with ``policy(obs) ->
 targets`` in rad (the env is made with ``normalize_actions=False``). ``sweep`` is a
@@ -12,6 +20,7 @@ deterministic motion that does not solve the task; ``expert`` is the scripted ha
 from __future__ import annotations
 
 import importlib
+import math
 from dataclasses import dataclass
 from typing import Callable, Iterator, Sequence
 
@@ -19,10 +28,11 @@ import numpy as np
 
 from robogym_ros.contract import NS_PER_S
 from robogym_ros.envs.handover import HandoverEnv
-from robogym_ros.export.dataset import DatasetWriter
+from robogym_ros.export.dataset import ENVIRONMENT_OBJECTS, DatasetWriter
 
 Policy = Callable[[dict], np.ndarray]
 PolicyFactory = Callable[[HandoverEnv], Policy]
+SUCCESS_HOLD_S = 1.0  # success held this long ends an episode (the release and the retreat inside it)
 
 
 class SweepPolicy:
@@ -74,6 +84,7 @@ class RolloutFrame:
     state: np.ndarray  # joint positions at the frame's tick (rad)
     action: np.ndarray  # targets sent after it (rad)
     images: dict[str, np.ndarray]
+    environment_state: np.ndarray  # block then tray pose at the frame's tick (14: POSE_LAYOUT each)
 
 
 @dataclass(frozen=True)
@@ -82,7 +93,8 @@ class RolloutEpisode:
 
     seed: int
     frames: list[RolloutFrame]
-    outcome: str  # "success", "blew up" or "time limit"
+    outcome: str  # "success" (held for the hold), "blew up" or "time limit"
+    first_success_step: int | None = None  # the step (1 = the first) after which the env first said success
 
 
 def make_env(cameras: Sequence[str] = ("overhead",), *, width_px: int = 320, height_px: int = 240,
@@ -92,30 +104,50 @@ def make_env(cameras: Sequence[str] = ("overhead",), *, width_px: int = 320, hei
                        camera_width_px=width_px, camera_height_px=height_px)
 
 
+def hold_steps(env: HandoverEnv, success_hold_s: float) -> int:
+    """Env steps that make up ``success_hold_s`` of sim time (at least one)."""
+    return max(1, math.ceil(round(success_hold_s * NS_PER_S) / (env.control_dt_ns * env.action_repeat)))
+
+
 def rollouts(env: HandoverEnv, n_episodes: int, factory: PolicyFactory, *, seed: int = 0,
-             max_steps: int = 250) -> Iterator[RolloutEpisode]:
-    """``n_episodes`` episodes from seeds ``seed``, ``seed + 1``, ...; an episode ends on success
-    (terminated), a blow-up (truncated) or after ``max_steps`` steps."""
+             max_steps: int = 250, success_hold_s: float = SUCCESS_HOLD_S) -> Iterator[RolloutEpisode]:
+    """``n_episodes`` episodes from seeds ``seed``, ``seed + 1``, ...; see the module's docstring
+    for where each ends."""
     if not (isinstance(n_episodes, int) and n_episodes >= 1):
         raise ValueError(f"rollouts must be a positive integer, got {n_episodes!r}")
     if not (isinstance(max_steps, int) and max_steps >= 2):
         raise ValueError(f"max_steps must be an integer >= 2, got {max_steps!r}")
+    if not (isinstance(success_hold_s, (int, float)) and success_hold_s >= 0):
+        raise ValueError(f"success_hold_s must be a number >= 0 (s), got {success_hold_s!r}")
     n = len(env.joint_names)
+    hold = hold_steps(env, success_hold_s)
+    poses = env.layout.object_poses
+    order = [env.object_names.index(o) for o in ENVIRONMENT_OBJECTS]
     for i in range(n_episodes):
         obs, info = env.reset(seed=seed + i)
         policy = factory(env)
         if hasattr(policy, "reset"):  # a stateful policy (the expert's phases) starts its episode afresh
             policy.reset()
-        frames, outcome = [], "time limit"
-        for _ in range(max_steps):
-            action = np.asarray(policy(obs), np.float64)
+        frames, outcome, first, held = [], "time limit", None, 0
+        for step in range(1, max_steps + hold + 1):
+            if step > max_steps and first is None:
+                break  # the time limit, and no success to hold
+            # what is sent is what the dataset stores (float32, LeRobot's dtype): a replay of it is exact
+            action = np.asarray(policy(obs), np.float64).astype(np.float32).astype(np.float64)
+            objects = obs["observation"][poses].reshape(len(env.object_names), -1)[order].reshape(-1)
             frames.append(RolloutFrame(int(info["stamp_ns"]), obs["observation"][:n].copy(), action.copy(),
-                                       {c: obs[f"pixels/{c}"] for c in env.cameras}))
+                                       {c: obs[f"pixels/{c}"] for c in env.cameras}, objects.copy()))
             obs, _, terminated, truncated, info = env.step(action)
-            if terminated or truncated:
-                outcome = "success" if terminated else "blew up"
+            if truncated:
+                outcome = "blew up"
                 break
-        yield RolloutEpisode(seed + i, frames, outcome)
+            held = held + 1 if terminated else 0
+            if terminated and first is None:
+                first = step
+            if held >= hold:
+                outcome = "success"
+                break
+        yield RolloutEpisode(seed + i, frames, outcome, first)
 
 
 def fps_of(env: HandoverEnv) -> int:
@@ -130,18 +162,22 @@ def write_rollouts(out, task: str, n_episodes: int, factory: PolicyFactory, *, s
                    cameras: Sequence[str] = ("overhead",), max_steps: int = 250, width_px: int = 320,
                    height_px: int = 240, action_repeat: int = 4, repo_id: str | None = None,
                    on_episode: Callable[[RolloutEpisode], None] | None = None,
-                   only_success: bool = False) -> DatasetWriter:
+                   only_success: bool = False, environment_state: bool = False,
+                   success_hold_s: float = SUCCESS_HOLD_S) -> DatasetWriter:
     """Roll out and write a new dataset at ``out``; ``on_episode`` sees each episode (a test does);
-    ``only_success`` leaves out episodes that did not end in success."""
+    ``only_success`` leaves out episodes that did not end in success; ``environment_state`` adds
+    the objects' poses. Every frame carries its episode's seed (``sim_seed``)."""
     env = make_env(cameras, width_px=width_px, height_px=height_px, action_repeat=action_repeat)
     try:
         sizes = {c: (height_px, width_px) for c in cameras}
         with DatasetWriter(out, fps=fps_of(env), joint_names=env.joint_names, camera_sizes=sizes, task=task,
-                           repo_id=repo_id) as writer:
-            for episode in rollouts(env, n_episodes, factory, seed=seed, max_steps=max_steps):
+                           repo_id=repo_id, environment_state=environment_state, seeds=True) as writer:
+            for episode in rollouts(env, n_episodes, factory, seed=seed, max_steps=max_steps,
+                                    success_hold_s=success_hold_s):
                 if episode.outcome == "success" or not only_success:
                     for f in episode.frames:
-                        writer.add(f.stamp_ns, f.state, f.action, f.images)
+                        writer.add(f.stamp_ns, f.state, f.action, f.images, environment_state=f.environment_state,
+                                   seed=episode.seed)
                     writer.end_episode()
                 if on_episode is not None:
                     on_episode(episode)

@@ -2,7 +2,7 @@
 
 It runs on sim time: it reads /clock and commands every ``command_period_s`` of sim time, so
 the trajectory is a function of sim seconds whatever the real-time factor, and it stops when
-the sim pauses (no /clock, no commands). See robogym_ros.sim.trajectory for the path.
+the sim pauses (no /clock, no commands). See robogym_ros.sim.scripted_motion for the path.
 
 /clock is taken raw and its 12 bytes decoded here, on the EventsExecutor, instead of through
 ``use_sim_time`` (a typed /clock subscription feeding a ROS-time timer on the
@@ -19,11 +19,12 @@ from rosgraph_msgs.msg import Clock
 from sensor_msgs.msg import JointState
 
 from robogym_ros import contract
-from robogym_ros.nodes.messages import stamp_msg
-from robogym_ros.nodes.qos import CLOCK_QOS, COMMAND_QOS
-from robogym_ros.nodes.spin import StoppableNode, events_executor, run_node
-from robogym_ros.recorder.cdr import CdrError, decode_time
-from robogym_ros.sim.trajectory import targets_at
+from robogym_ros.nodes.node_runner import StoppableNode, events_executor, run_node
+from robogym_ros.ros.qos import CLOCK_QOS, COMMAND_QOS
+from robogym_ros.ros.stamps import stamp_msg
+from robogym_ros.sim.scripted_motion import targets_at
+from robogym_ros.wire.cdr import CdrError
+from robogym_ros.wire.decode import decode_time
 
 
 class CommandClock:

@@ -11,10 +11,10 @@ either the live node (robogym_ros.nodes.recorder_node) or the offline check of a
 """
 from __future__ import annotations
 
-from robogym_ros.nodes import entry
+from robogym_ros.nodes import signals
 
 if __name__ == "__main__":  # run as a module: a signal while importing rclpy is noted, as with
-    entry.note_signals()  # the console script; the process then ends quietly (robogym_ros.nodes.entry)
+    signals.note_signals()  # the console script; the process then ends quietly
 
 import argparse  # noqa: E402
 import math  # noqa: E402
@@ -25,19 +25,15 @@ from pathlib import Path  # noqa: E402
 import rclpy  # noqa: E402
 
 from robogym_ros.checks import clip  # noqa: E402
+from robogym_ros.nodes.arguments import ArgumentParser  # noqa: E402
+from robogym_ros.nodes.node_runner import events_executor, run_node  # noqa: E402
 from robogym_ros.nodes.recorder_node import RecorderNode  # noqa: E402
-from robogym_ros.nodes.spin import events_executor, run_node  # noqa: E402
-from robogym_ros.recorder.bagio import BagError  # noqa: E402
-from robogym_ros.recorder.memory import REPORT_PIXELS_MB, memory_problem  # noqa: E402
+from robogym_ros.recorder.bag.format import BagError  # noqa: E402
+from robogym_ros.recorder.bag.repair import repair_bag  # noqa: E402
 from robogym_ros.recorder.offline import check_bag, report_data  # noqa: E402
-from robogym_ros.recorder.outputs import write_json, write_report_of  # noqa: E402
-from robogym_ros.recorder.repair import repair_bag  # noqa: E402
+from robogym_ros.recorder.ring_memory import REPORT_PIXELS_MB, memory_problem  # noqa: E402
 from robogym_ros.recorder.verdict import EXIT_USAGE, TITLE, Verdict  # noqa: E402
-
-
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str):  # one line, bounded: a 5 MB argument is not echoed back
-        self.exit(EXIT_USAGE, f"{self.prog}: error: {clip(message, 300)}\n")
+from robogym_ros.recorder.verdict_files import write_json, write_report_of  # noqa: E402
 
 
 def _number(kind: str, *, integer: bool = False, minimum: float = 0.0, inclusive: bool = False):
@@ -58,7 +54,7 @@ def _number(kind: str, *, integer: bool = False, minimum: float = 0.0, inclusive
 
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
-    parser = _Parser(prog="robogym_recorder", description=__doc__.split("\n\n")[0])
+    parser = ArgumentParser(prog="robogym_recorder", description=__doc__.split("\n\n")[0])
     stop = parser.add_mutually_exclusive_group()
     stop.add_argument("--duration", type=_number("a finite number of seconds > 0"),
                       help="record this long after the spec arrives [s]")
@@ -163,7 +159,7 @@ def run_offline(args: argparse.Namespace) -> int:
     print(verdict.table(), flush=True)
     code = write_json(verdict, args.json)
     if args.report:
-        code = max(code, write_report_of(args.report, verdict, lambda: report_data(args.bag)))
+        code = max(code, write_report_of(args.report, verdict, lambda: report_data(args.bag, verdict)))
     return code
 
 
@@ -181,4 +177,4 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(EXIT_USAGE if entry.received() else main())
+    sys.exit(EXIT_USAGE if signals.received() else main())

@@ -32,13 +32,14 @@ from std_msgs.msg import Header, String  # noqa: E402
 from robogym_ros import contract  # noqa: E402
 from robogym_ros.checks import clip  # noqa: E402
 from robogym_ros.contract import Spec  # noqa: E402
-from robogym_ros.nodes.qos import DIAGNOSTICS_QOS, SPEC_QOS, STATE_QOS, STREAM_QOS  # noqa: E402
-from robogym_ros.nodes.spin import StoppableNode, events_executor  # noqa: E402
-from robogym_ros.recorder.bagio import BagError, BagWriter  # noqa: E402
-from robogym_ros.recorder.memory import memory_problem  # noqa: E402
-from robogym_ros.recorder.outputs import write_json, write_report_of  # noqa: E402
+from robogym_ros.nodes.node_runner import StoppableNode, events_executor  # noqa: E402
+from robogym_ros.recorder.bag.format import BagError  # noqa: E402
+from robogym_ros.recorder.bag.writer import BagWriter  # noqa: E402
 from robogym_ros.recorder.recording import GROUND_TRUTH, JOINT_STATES, Recording  # noqa: E402
+from robogym_ros.recorder.ring_memory import memory_problem  # noqa: E402
 from robogym_ros.recorder.verdict import EXIT_USAGE, TITLE, Verdict  # noqa: E402
+from robogym_ros.recorder.verdict_files import write_json, write_report_of  # noqa: E402
+from robogym_ros.ros.qos import DIAGNOSTICS_QOS, SPEC_QOS, STATE_QOS, STREAM_QOS  # noqa: E402
 
 # Deep enough that a 1 kHz stream survives a 0.5 s stall of this process without a loss.
 RECORD_QOS = QoSProfile(depth=1000, reliability=STREAM_QOS.reliability)
@@ -107,8 +108,9 @@ class RecorderNode(StoppableNode):
             sub = self._subscribe(cam.image_topic, Image, lambda d, name=cam.name: rec.store_image_cdr(d, name),
                                   raw=True)
             self._watched[cam.name] = [sub, 0]
-            if self.bag is not None:
-                self._subscribe(cam.info_topic, CameraInfo, None)
+            if self.bag is not None:  # its stamps too: the end waits for the camera_info of the last image
+                self._subscribe(cam.info_topic, CameraInfo,
+                                lambda d, name=cam.name: rec.store_camera_info_cdr(d, name), raw=True)
         if self.args.report:  # the sim's lateness for the report
             self.create_subscription(DiagnosticArray, contract.DIAGNOSTICS, self._on_diagnostics, DIAGNOSTICS_QOS)
         self.spec_at = time.monotonic()
@@ -235,14 +237,15 @@ class RecorderNode(StoppableNode):
         return code
 
     def _report_data(self):
-        from robogym_ros.recorder.report import ReportData
-        from robogym_ros.recorder.report_inputs import frames_from_ring
+        from robogym_ros.recorder.report.data import ReportData
+        from robogym_ros.recorder.report.inputs import frames_from_ring, judged_window_ns
         rec = self.recording
         if rec is None:
             return None
+        window = judged_window_ns(self.verdict) if self.verdict is not None else None
         return ReportData.from_snapshots(rec.spec, rec.joints.snapshot(), rec.truth.snapshot(),
                                          grid_stamps_ns=np.frombuffer(rec.joint_stamps, np.int64),
-                                         frames=frames_from_ring(rec.images))
+                                         frames=frames_from_ring(rec.images, window_ns=window))
 
     def _conclude(self, signal_name: str | None) -> Verdict:
         rec = self.recording

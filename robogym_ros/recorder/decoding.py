@@ -24,10 +24,17 @@ class Malformed:
             self.first_error = error
 
 
-def decoding_result(decoded: Mapping[str, int], malformed: Mapping[str, Malformed]) -> checks.CheckResult:
-    """The ``decoding`` check: ``decoded`` messages per stream, ``malformed`` ones (lost) per stream."""
+def decoding_result(decoded: Mapping[str, int], malformed: Mapping[str, Malformed], *,
+                    after_end: Mapping[str, int] | None = None) -> checks.CheckResult:
+    """The ``decoding`` check: ``decoded`` messages per stream, ``malformed`` ones (lost) per stream.
+
+    ``after_end``: of the decoded, those that came after the recording ended (live: the grace in
+    which the last ticks' truth catches up). The streams check counts messages until the end and
+    names these apart; the summary says the split, so the two counts of a stream add up.
+    """
     bad = {stream: m.n for stream, m in malformed.items()}
-    figures = {"n_decoded": dict(decoded), "n_malformed": bad,
+    after = {stream: int(n) for stream, n in (after_end or {}).items() if n}
+    figures = {"n_decoded": dict(decoded), "n_malformed": bad, "n_after_end": after,
                "first_error": {stream: m.first_error for stream, m in malformed.items()}}
     findings = tuple(checks.Finding(
         "malformed_messages",
@@ -37,5 +44,7 @@ def decoding_result(decoded: Mapping[str, int], malformed: Mapping[str, Malforme
     if findings:
         summary = ", ".join(f"{n} {stream} malformed" for stream, n in bad.items())
     else:
-        summary = "every message decoded: " + ", ".join(f"{n} {stream}" for stream, n in decoded.items())
+        summary = "every message decoded: " + ", ".join(
+            f"{n} {stream}" + (f" ({n - after[stream]} until the end + {after[stream]} after it)" if stream in after
+                               else "") for stream, n in decoded.items())
     return checks.CheckResult("decoding", summary, figures, findings)

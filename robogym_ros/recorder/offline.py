@@ -19,9 +19,11 @@ import numpy as np
 from robogym_ros import checks, contract
 from robogym_ros.checks import clip
 from robogym_ros.contract import CameraSpec, JointSpec, Spec
-from robogym_ros.recorder.bagio import BagData, BagError, UndecodableBag, align_truth, read_bag
+from robogym_ros.recorder.bag.format import BagError, UndecodableBag
+from robogym_ros.recorder.bag.reader import read_bag
+from robogym_ros.recorder.bag.series import BagData, align_truth
 from robogym_ros.recorder.decoding import decoding_result
-from robogym_ros.recorder.recording import FrameEvidence, offline_frame_evidence, silence_s, verdict_results
+from robogym_ros.recorder.judge import FrameEvidence, offline_frame_evidence, silence_s, verdict_results
 from robogym_ros.recorder.schedules import SpecChange
 from robogym_ros.recorder.verdict import TITLE, Verdict
 
@@ -106,7 +108,39 @@ def judge(rec: BagRecording) -> Verdict:
                                     gt.velocity, spec, images=data.images, frames=frames, with_notes=True)
     results.append(_stream_end(rec))
     results.append(decoding_result(data.decoded, data.malformed))
-    return Verdict(results, title=f"{TITLE} ({clip(rec.path)})", notes=rec.notes + more)
+    return Verdict(results, title=f"{TITLE} ({clip(rec.path)})", notes=rec.notes + more + camera_pair_notes(data))
+
+
+def camera_pair_notes(data: BagData) -> list[str]:
+    """A sentence per camera whose image_raw and camera_info counts differ in the bag, naming the
+    frames that lack their other half (a recording that began or ended between the two messages
+    of a frame, which are published one after the other on two topics)."""
+    images: dict[str, set[int]] = {}
+    for im in data.images:
+        images.setdefault(im.camera, set()).add(int(im.stamp_ns))
+    notes = []
+    for cam, info in sorted(data.camera_info.items()):
+        frames, infos = images.get(cam, set()), set(int(v) for v in info.stamp_ns)
+        n_images = sum(im.camera == cam for im in data.images)
+        if n_images == len(info.stamp_ns) and frames == infos:
+            continue
+        lone_images, lone_infos = sorted(frames - infos), sorted(infos - frames)
+        parts = []
+        if lone_images:
+            n = len(lone_images)
+            parts.append(f"{n} image{'s' * (n != 1)} without {'their' if n != 1 else 'its'} camera_info "
+                         f"({checks.fmt_s(lone_images[0])}"
+                         f"{', ...' if len(lone_images) > 1 else ''})")
+        if lone_infos:
+            n = len(lone_infos)
+            parts.append(f"{n} camera_info without {'their images' if n != 1 else 'its image'} "
+                         f"({checks.fmt_s(lone_infos[0])}"
+                         f"{', ...' if len(lone_infos) > 1 else ''})")
+        if not parts:
+            parts.append("the same stamps, some of them more than once")
+        notes.append(f"{cam}: {n_images} image_raw and {len(info.stamp_ns)} camera_info in the bag: "
+                     f"{'; '.join(parts)}; the recording began or ended between the two messages of a frame")
+    return notes
 
 
 def frame_evidence(rec: BagRecording) -> FrameEvidence:
@@ -148,9 +182,11 @@ def _stream_end(rec: BagRecording) -> checks.CheckResult:
     streams = []
     for topic, series in (("joint_states", data.joint_states), ("ground_truth/joint_states", data.ground_truth)):
         last_s = (int(series.log_time_ns.max()) - start_ns) / 1e9
+        first_s = (int(series.log_time_ns.min()) - start_ns) / 1e9
         streams.append(checks.StreamActivity(topic, len(series), int(series.stamp_ns[-1]), last_s,
                                              max(last_s, (int(end_ns) - start_ns) / 1e9),
-                                             bool(alive.get(topic, False))))
+                                             bool(alive.get(topic, False)), first_stamp_ns=int(series.stamp_ns[0]),
+                                             first_arrival_s=first_s))
     states = []
     for _, text in data.run_states:
         try:
@@ -170,14 +206,17 @@ def spec_from_stamps(names, stamps_ns, images) -> Spec:
                 inferred=True)
 
 
-def report_data(path: str | Path):
-    """The arrays a report draws, from a bag (None when the bag has no ground truth to draw)."""
-    from robogym_ros.recorder.report import ReportData
-    from robogym_ros.recorder.report_inputs import frames_from_bag
+def report_data(path: str | Path, verdict: Verdict | None = None):
+    """The arrays a report draws, from a bag (None when the bag has no ground truth to draw); the
+    contact sheet's frames inside the window ``verdict`` judged."""
+    from robogym_ros.recorder.report.data import ReportData
+    from robogym_ros.recorder.report.inputs import frames_from_bag, judged_window_ns
     try:
         rec = read_recording(path)
         if rec.data.ground_truth is None:
             return None
-        return ReportData.from_bag(rec.data, rec.spec, frames=frames_from_bag(path, rec.data.images))
+        window = judged_window_ns(verdict) if verdict is not None else None
+        return ReportData.from_bag(rec.data, rec.spec,
+                                   frames=frames_from_bag(path, rec.data.images, window_ns=window))
     except (BagError, ValueError):
         return None  # the verdict already says what is wrong with the bag

@@ -1,4 +1,5 @@
-"""What the recorder keeps, and the verdict on it. No ROS here: messages are duck-typed
+"""What the live recorder keeps, and the evidence it hands to the judge (robogym_ros.recorder.judge)
+for the verdict. No ROS here: messages are duck-typed
 (``header.stamp.sec/nanosec``, ``name``, ``position``, ...), so this runs on live messages,
 on bag contents and in tests alike.
 
@@ -14,31 +15,23 @@ from __future__ import annotations
 import time
 from array import array
 from collections import deque
-from dataclasses import dataclass, replace
-from typing import Callable, Mapping, Sequence
+from typing import Callable
 
 import numpy as np
 
 from robogym_ros import checks
 from robogym_ros.checks import RunStateReport, StreamActivity
-from robogym_ros.checks.frames import frames_summary
 from robogym_ros.contract import NS_PER_S, RunState, Spec, header_stamp_ns, join_stamp
-from robogym_ros.recorder.cdr import JointStateDecoder, decode_image, decode_joint_state
 from robogym_ros.recorder.decoding import Malformed, decoding_result
+from robogym_ros.recorder.judge import FrameEvidence, silence_s, verdict_results, with_window
 from robogym_ros.recorder.ring import ImageRing, Ring
-from robogym_ros.recorder.schedules import (
-    OFFLINE_SETTLE_PERIODS,
-    SpecChange,
-    camera_period_ns,
-    frame_schedules,
-    live_changes_note,
-)
+from robogym_ros.recorder.schedules import SpecChange, camera_period_ns
 from robogym_ros.recorder.verdict import Verdict
+from robogym_ros.wire.decode import JointStateDecoder, decode_header, decode_image, decode_joint_state
 
 RECENT_FOR_AUDIT = 256  # received message arrays kept to prove no slot shares their memory
 RESTART_JUMP_TICKS = 50  # checks.classify_stamps' reorder_window_ticks
 MATCH_SETTLE_S = 0.5  # after a subscription matched, how long until its publisher surely matched it too
-SLOT_CHECKS = ("slot_error", "aliasing", "stale_payload", "velocity_fd", "velocity_reported", "buffer_audit")
 JOINT_STATES, GROUND_TRUTH = "joint_states", "ground_truth/joint_states"
 
 
@@ -61,18 +54,6 @@ class _Activity:
         if self.first_s is None:
             self.first_stamp_ns, self.first_s = stamp_ns, now_s
         self.last_stamp_ns, self.last_s = stamp_ns, now_s
-
-
-@dataclass(frozen=True)
-class FrameEvidence:
-    """Every frame stamp received and reported skipped, per camera, and from where to judge."""
-    received_ns: Mapping[str, Sequence[int]]
-    skipped_ns: Mapping[str, Sequence[int]]
-    skips_reported: bool  # the sim publishes skip reports (else skipped cannot be told from lost)
-    judged_from_ns: Mapping[str, int | None]
-    history: Sequence[SpecChange]
-    speed: float = 1.0  # sim seconds per wall second
-    earlier_runs: int = 0  # frames of sim runs before a restart: not judged
 
 
 class Recording:
@@ -112,6 +93,10 @@ class Recording:
         self.frames: dict[str, array] = {c.name: array("q") for c in spec.cameras}
         self.skipped: dict[str, array] = {c.name: array("q") for c in spec.cameras}
         self.skips_unknown = 0  # skip reports naming no camera of the spec
+        # Newest image and camera_info stamp per camera, once camera_info is watched (with --record):
+        # the end waits for each image's camera_info, so a bag holds them in pairs.
+        self.newest_image_ns: dict[str, int] = {}
+        self.newest_info_ns: dict[str, int] | None = None
         self.frames_earlier_runs = 0
         self._live_since: dict[str, float] = {}  # topic key -> wall time its publishers last matched
         self._judged_from: dict[str, tuple[float, int] | None] = {c.name: None for c in spec.cameras}
@@ -150,6 +135,9 @@ class Recording:
             self.frames_earlier_runs += len(self.frames[cam])
             self.frames[cam], self.skipped[cam] = array("q"), array("q")
             self._judged_from[cam] = None
+        self.newest_image_ns.clear()
+        if self.newest_info_ns is not None:
+            self.newest_info_ns.clear()
         return "restart"
 
     def note_publishers(self, key: str, count: int, previous: int) -> None:
@@ -254,9 +242,23 @@ class Recording:
     def _store_image(self, stamp: int, width: int, height: int, step: int, encoding: str, pixels,
                      camera: str) -> None:
         self.images.store(stamp, width, height, step, encoding, pixels, camera)
+        self.newest_image_ns[camera] = max(self.newest_image_ns.get(camera, stamp), stamp)
         if camera in self.frames:
             self.frames[camera].append(stamp)
             self._maybe_judge_from(camera, stamp)
+
+    def store_camera_info_cdr(self, data: bytes, camera: str) -> bool:
+        """A serialized sensor_msgs/CameraInfo (recorded for the bag): only its stamp is kept, so the
+        end can wait for the camera_info of each camera's newest image. Malformed: counted, False."""
+        try:
+            stamp, _ = decode_header(data)
+        except ValueError as exc:
+            self.malformed.setdefault(f"cameras/{camera}/camera_info", Malformed()).add(str(exc))
+            return False
+        if self.newest_info_ns is None:
+            self.newest_info_ns = {}
+        self.newest_info_ns[camera] = max(self.newest_info_ns.get(camera, stamp), stamp)
+        return True
 
     def store_skip(self, msg) -> None:
         """A frame the sim skipped (contract.CAMERA_SKIPS_TOPIC): header stamp, cameras in frame_id."""
@@ -291,10 +293,17 @@ class Recording:
 
     # --- the end -------------------------------------------------------------------------------------
     def caught_up(self) -> bool:
-        """Truth of the last joint tick, a joint_states after the end (the stream is alive), and a
-        frame after the last joint tick from every camera: nothing more to wait for."""
+        """Truth of the last joint tick, a joint_states after the end (the stream is alive), a frame
+        after the last joint tick from every camera, and (camera_info watched) each camera's newest
+        image and camera_info of one stamp: nothing more to wait for."""
         joints = self.activity[JOINT_STATES]
         if self.last_truth_ns < self.last_joint_ns or (joints.n and not joints.after_end):
+            return False
+        infos = self.newest_info_ns
+        # Either may come first (two topics, two readers): a newest image without its camera_info,
+        # or a camera_info whose image is still on its way, leaves the bag one frame out of pair.
+        if infos is not None and any(cam in infos and infos[cam] != newest
+                                     for cam, newest in self.newest_image_ns.items()):
             return False
         for cam, stamps in self.frames.items():
             # A frame received after the last tick proves every earlier one received or skipped
@@ -329,7 +338,8 @@ class Recording:
 
     def stream_activity(self) -> list[StreamActivity]:
         end = self.ended_s if self.ended_s is not None else self._now()
-        return [StreamActivity(topic, a.n, a.last_stamp_ns, a.last_s, end, a.after_end > 0)
+        return [StreamActivity(topic, a.n, a.last_stamp_ns, a.last_s, end, a.after_end > 0, a.after_end,
+                               a.first_stamp_ns, a.first_s)
                 for topic, a in self.activity.items()]
 
     def verdict(self, *, title: str = "robogym_recorder verdict") -> Verdict:
@@ -351,7 +361,7 @@ class Recording:
         # How the live recording went, beside the audit of its storage (absent from a bag).
         audit.figures.update(messages_realigned_by_name=self.foreign_names,
                              ring_overwrites=js.overwrites)
-        results.append(_with_window(audit, checks.by_name(results, "slot_error").figures.get("window")))
+        results.append(with_window(audit, checks.by_name(results, "slot_error").figures.get("window")))
         results.append(checks.check_stream_end(
             self.stream_activity(), self.run_states,
             silence_s=max(silence_s(c.spec) for c in self.history)))
@@ -364,130 +374,5 @@ class Recording:
 
     def decoding_result(self) -> checks.CheckResult:
         """Serialized messages that could not be decoded: their data is lost, so a failure."""
-        return decoding_result({stream: a.n + a.after_end for stream, a in self.activity.items()}, self.malformed)
-
-
-def silence_s(spec: Spec) -> float:
-    return checks.silence_threshold_s(spec.control_dt_s, spec.real_time_factor)
-
-
-def verdict_results(stamps_ns, positions, velocities, true_stamps_ns, true_positions,
-                    true_velocities, spec: Spec, *, images=(), grid_stamps_ns=None,
-                    frames: FrameEvidence | None = None, with_notes: bool = False):
-    """The checks of a joint_states stream (+ images) against ground truth, live or from a bag.
-
-    Slots outside the span of the ground truth received are left out (and counted): the
-    first ticks may arrive before the truth subscription is matched, the last before their
-    truth does. Within the span, a slot without truth is a finding. ``grid_stamps_ns``
-    (every stamp received, when the rings kept only the newest) feeds the tick grid; the
-    slot checks say which window they judged. Returns the results (and, ``with_notes``,
-    the sentences saying what was judged).
-    """
-    dt = spec.control_dt_ns
-    stamps = np.asarray(stamps_ns, np.int64)
-    true_stamps = np.asarray(true_stamps_ns, np.int64)
-    all_stamps = stamps if grid_stamps_ns is None else np.asarray(grid_stamps_ns, np.int64)
-    if len(true_stamps):
-        inside = (stamps >= true_stamps.min()) & (stamps <= true_stamps.max())
-    else:
-        inside = np.zeros(len(stamps), bool)
-    keep = np.flatnonzero(inside)
-    vel = np.asarray(velocities)[keep]
-    carries_velocity = bool(len(vel) and np.isfinite(vel).any())
-    results = checks.audit_stream(
-        stamps[keep], np.asarray(positions)[keep], true_stamps, true_positions, dt,
-        velocities=vel if carries_velocity else None, true_velocities=true_velocities,
-        decimation=spec.decimation, joint_names=spec.joint_names, grid_stamps_ns=all_stamps)
-    grid = checks.by_name(results, "tick_grid")
-    grid.figures["slots_outside_truth_span"] = int(len(stamps) - len(keep))
-    window, note = _window(all_stamps, stamps, keep)
-    results = [_with_window(r, window) if r.name in SLOT_CHECKS else r for r in results]
-    notes = [note]
-    if not carries_velocity:
-        notes.append("joint_states carry no velocity: velocity_reported not run")
-    if spec.cameras:
-        results.append(_image_result(spec, images, all_stamps, frames, notes))
-    return (results, notes) if with_notes else results
-
-
-def _window(all_stamps: np.ndarray, stamps: np.ndarray, keep: np.ndarray) -> tuple[dict, str]:
-    """Which slots the slot checks judged, as figures and as the verdict's sentence."""
-    n_all, n_ring, n_kept = len(all_stamps), len(stamps), len(keep)
-    lo = int(stamps[keep].min()) if n_kept else None
-    hi = int(stamps[keep].max()) if n_kept else None
-    overwritten = n_all - n_ring
-    window = {"n_received": n_all, "n_in_ring": n_ring, "n_overwritten": overwritten, "n_judged": n_kept,
-              "first_stamp_ns": lo, "last_stamp_ns": hi}
-    span = f"{checks.fmt_s(lo)}..{checks.fmt_s(hi)}" if n_kept else "nothing"
-    if overwritten > 0:
-        text = (f"joint_states: checked the newest {n_ring} of {n_all} received; {overwritten} overwritten by "
-                f"the ring (raise --capacity to keep all); slot checks judged {n_kept} slots, {span}")
-    else:
-        text = f"joint_states: checked all {n_all} received; slot checks judged {n_kept} slots, {span}"
-    if n_kept < n_ring:
-        text += f" ({n_ring - n_kept} outside the ground truth received)"
-    return window, text
-
-
-def _with_window(result: checks.CheckResult, window: dict | None) -> checks.CheckResult:
-    if window is None:
-        return result
-    result.figures["window"] = window
-    if window["n_overwritten"] > 0:
-        span = (f"{checks.fmt_s(window['first_stamp_ns'])}..{checks.fmt_s(window['last_stamp_ns'])}"
-                if window["n_judged"] else "nothing")
-        return replace(result, summary=f"{result.summary} [newest {window['n_in_ring']} of "
-                                       f"{window['n_received']} received: {span}]")
-    return result
-
-
-def _image_result(spec: Spec, images, all_stamps: np.ndarray, frames: FrameEvidence | None,
-                  notes: list[str]) -> checks.CheckResult:
-    dt = spec.control_dt_ns
-    runs = checks.classify_stamps(all_stamps, dt)[1] if len(all_stamps) else np.zeros(0, np.int64)
-    last_run = all_stamps[runs == runs[-1]] if len(all_stamps) else all_stamps
-    lo, hi = (int(last_run.min()), int(last_run.max())) if len(last_run) else (0, -1)
-    in_span = [im for im in images if lo <= im.stamp_ns <= hi]
-    sizes = {c.name: (c.width, c.height) for c in spec.cameras if c.width}
-    if frames is None:
-        periods = {c.name: camera_period_ns(spec, c.name) for c in spec.cameras if camera_period_ns(spec, c.name)}
-        return checks.check_images(in_span, dt, joint_stamps_ns=all_stamps, expected_sizes=sizes,
-                                   periods_ns=periods)
-    schedules, extra = frame_schedules(frames.history, lo, hi, judged_from_ns=frames.judged_from_ns,
-                                       speed=frames.speed)
-    result = checks.check_images(in_span, dt, joint_stamps_ns=all_stamps, expected_sizes=sizes,
-                                 schedules=schedules, received_ns=frames.received_ns,
-                                 skipped_ns=frames.skipped_ns, skips_reported=frames.skips_reported)
-    if not in_span and schedules:  # nothing arrived in the window: still account for what was due
-        figures, findings = checks.account_frames(schedules, frames.received_ns, frames.skipped_ns, dt,
-                                                  skips_reported=frames.skips_reported)
-        result = checks.CheckResult("images", "no images in the window; " + frames_summary(figures),
-                                    {"n_images": 0, **figures}, tuple(findings), no_data=not findings)
-    result.figures.update(extra, frames_of_earlier_runs=frames.earlier_runs)
-    changes = live_changes_note(extra.get("period_change_zones", ()))
-    if changes:
-        notes.append(changes)
-    if not frames.skips_reported and any(not s.every_frame for s in schedules):
-        notes.append("the sim reports no skipped frames (no cameras/skipped publisher): a missing frame "
-                     "cannot be told skipped from lost, and is counted, not failed")
-    return result
-
-
-def offline_frame_evidence(spec: Spec, images, skips: Sequence[tuple[int, str]] | None) -> FrameEvidence:
-    """Frame evidence from a bag: frames judged from OFFLINE_SETTLE_PERIODS after each camera's first."""
-    received: dict[str, list[int]] = {c.name: [] for c in spec.cameras}
-    for im in images:
-        received.setdefault(im.camera, []).append(int(im.stamp_ns))
-    skipped: dict[str, list[int]] = {c.name: [] for c in spec.cameras}
-    for stamp, names in skips or ():
-        for cam in names.split(","):
-            if cam.strip() in skipped:
-                skipped[cam.strip()].append(int(stamp))
-    judged_from = {}
-    for cam in spec.cameras:
-        got = received.get(cam.name)
-        period = camera_period_ns(spec, cam.name)
-        judged_from[cam.name] = (min(got) + OFFLINE_SETTLE_PERIODS * period) if got else None
-    return FrameEvidence(received, skipped, skips is not None, judged_from, [SpecChange(None, spec)])
-
-
+        return decoding_result({stream: a.n + a.after_end for stream, a in self.activity.items()}, self.malformed,
+                               after_end={stream: a.after_end for stream, a in self.activity.items()})

@@ -31,13 +31,10 @@ import numpy as np
 
 from robogym_ros.params import SIM, default
 from robogym_ros.sim.entities import SceneEntities
+from robogym_ros.sim.lateness import Stats, lateness_decades, lateness_percentile_s
 from robogym_ros.sim.physics import Joint, Physics
 
 log = logging.getLogger("robogym_ros.sim.loop")
-
-HIST_BIN_S = 1e-6  # lateness histogram: 1 us bins ...
-HIST_BINS = 20_000  # ... up to 20 ms; the last bin collects everything later
-
 
 @dataclass(frozen=True)
 class LoopConfig:
@@ -90,45 +87,6 @@ class Description:
     scheduling: str
 
 
-class Stats:
-    """Pacing figures. Lateness = how long after its deadline a physics step began."""
-
-    def __init__(self):
-        self.steps = 0
-        self.late_steps = 0  # begun more than one physics dt (wall) after the deadline
-        self.max_lateness_s = 0.0
-        self.skipped_s = 0.0  # sim time given up to max_lag, in sim seconds
-        self.skips = 0
-        self.resets = 0  # blow-ups recovered
-        self.hist = np.zeros(HIST_BINS, dtype=np.int64)
-
-    def record(self, lateness_s: float, late_after_s: float) -> None:
-        self.steps += 1
-        if lateness_s > self.max_lateness_s:
-            self.max_lateness_s = lateness_s
-        if lateness_s > late_after_s:
-            self.late_steps += 1
-        self.hist[min(int(lateness_s / HIST_BIN_S), HIST_BINS - 1)] += 1
-
-
-DECADE_EDGES_S = (1e-5, 1e-4, 1e-3, 1e-2)
-
-
-def lateness_decades(hist: np.ndarray) -> tuple[int, ...]:
-    """Counts of steps per decade of lateness, split at DECADE_EDGES_S."""
-    edges = [0, *(round(e / HIST_BIN_S) for e in DECADE_EDGES_S), len(hist)]
-    return tuple(int(hist[a:b].sum()) for a, b in zip(edges, edges[1:]))
-
-
-def lateness_percentile_s(hist: np.ndarray, q: float) -> float:
-    """Upper edge of the histogram bin holding the q-th percentile (q in 0..100)."""
-    total = int(hist.sum())
-    if total == 0:
-        return math.nan
-    rank = math.ceil(q / 100.0 * total)
-    return (int(np.searchsorted(np.cumsum(hist), max(rank, 1))) + 1) * HIST_BIN_S
-
-
 class RealTimeLoop:
     """Paces physics against wall time and serves the node's requests between steps."""
 
@@ -147,6 +105,8 @@ class RealTimeLoop:
         # them; paused steps ignore it.
         self.tick_limit: int | None = None
         self.scheduling = "default"
+        # Joints to hold where they are when the next control tick starts (hold()).
+        self._holds: set[str] = set()
         # Polled between physics steps: one C call, where Connection.poll(0) builds a selector
         # in Python each time (measured at ~15 % of the physics process at real_time_factor 0).
         self._requests = select.poll()
@@ -160,6 +120,7 @@ class RealTimeLoop:
             "set_targets": self.set_targets, "configure": self.configure, "status": self.status,
             "set_tick_limit": self.set_tick_limit, "reseed": self.physics.reseed,
             "set_trajectory": self.set_trajectory,  # a validated TrajectoryCommand
+            "hold": self.hold,
             "lateness_histogram": self.lateness_histogram, "describe": self.describe,
             "entity_states": self.entity_states, "set_entity_state": self.set_entity_state,
             "entity_bounds": self.entity_bounds,
@@ -229,6 +190,7 @@ class RealTimeLoop:
     def _physics_step(self, lateness_s: float) -> None:
         p = self.physics
         if self._sub == 0:
+            self._apply_holds()
             p.begin_tick()
         p.step_physics()
         self._sub += 1
@@ -245,6 +207,7 @@ class RealTimeLoop:
         if blew_up:
             self.stats.resets += 1
             self.paused = True
+            self._holds.clear()  # the scene was reset: nothing to hold
             log.error("simulation blew up (bad qpos/qvel/qacc): reset and paused")
         self._send_tick(blew_up)
 
@@ -289,6 +252,7 @@ class RealTimeLoop:
         then shows the new episode, under a new stamp on the grid (the clock goes on).
         """
         self.pause()
+        self._holds.clear()  # the reset drops every pending target
         draw = self.physics.reset_tick()
         self._send_tick()
         # Which tick, and which scene of which seed's sequence (Physics.scene): a client checks
@@ -309,25 +273,52 @@ class RealTimeLoop:
             raise RuntimeError(f"asked to step from tick {from_index}, but the sim is at tick "
                                f"{self.physics.tick_index} (another client stepped or reset it)")
         if targets:
-            self.physics.set_targets(targets)
+            self.set_targets(targets)
         for _ in range(n_ticks):
+            self._apply_holds()
             blew_up = self.physics.step_tick()
             if blew_up:
                 self.stats.resets += 1
+                self._holds.clear()
             self._send_tick(blew_up)
             if blew_up:
                 break
         return self.physics.tick_index
 
     def set_targets(self, targets: dict[str, float]) -> None:
+        self._holds.difference_update(targets)  # a newer command wins its joints
         self.physics.set_targets(targets)
 
     def set_trajectory(self, command) -> tuple[int, int]:
         """Queue a validated TrajectoryCommand; returns (sim time in ns of the start of the tick
         that takes it up, episode): an arm controller times its goal from these."""
+        self._holds.difference_update(command.joint_names)
         self.physics.set_trajectory(command)
         p = self.physics
         return (p.tick_index + (1 if self._sub else 0)) * p.control_dt_ns, p.episode
+
+    def hold(self, names) -> int | None:
+        """Hold these joints where they are when the next control tick starts (JTC's hold after a
+        cancel or a tolerance violation); returns the index of the first tick published with the
+        hold, or None while paused (the next step's).
+
+        Where they are then, not where the node last saw them: the node's latest tick is a tick or
+        two behind a moving arm, and a hold there pulled the arm back by that much.
+        """
+        unknown = [n for n in names if n not in self.physics.joint_names]
+        if unknown:
+            raise KeyError(f"unknown joints {unknown}")
+        self._holds.update(names)
+        return None if self.paused else self.physics.tick_index + (2 if self._sub else 1)
+
+    def _apply_holds(self) -> None:
+        """At the start of a control tick: targets of the held joints = their positions now."""
+        if not self._holds:
+            return
+        p = self.physics
+        p.set_targets({j.name: float(np.clip(q, j.lower, j.upper))
+                       for j, q in zip(p.joints, p.q) if j.name in self._holds})
+        self._holds.clear()
 
     def configure(self, *, real_time_factor: float | None = None, max_lag_s: float | None = None) -> None:
         """Change the pace while running; the schedule restarts from now."""

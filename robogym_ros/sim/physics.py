@@ -81,6 +81,16 @@ def discover_joints(model: mujoco.MjModel) -> tuple[list[Joint], np.ndarray]:
     return joints, np.array(actuators, dtype=np.int64)
 
 
+def ctrl_columns(model_path: str, joint_names) -> np.ndarray:
+    """Where each joint's servo target (MjData.ctrl) sits in a tick's integration state."""
+    model = mujoco.MjModel.from_xml_path(model_path)
+    joints, actuators = discover_joints(model)
+    actuator_of = {j.name: int(a) for j, a in zip(joints, actuators)}
+    before_ctrl = int(STATE_SPEC) & (int(mujoco.mjtState.mjSTATE_CTRL) - 1)  # components stored before ctrl
+    offset = mujoco.mj_stateSize(model, before_ctrl)
+    return np.array([offset + actuator_of[n] for n in joint_names], dtype=np.int64)
+
+
 def discover_objects(model: mujoco.MjModel) -> tuple[list[str], np.ndarray]:
     """Bodies with a free joint (block, tray, ...) and the qpos address of each pose."""
     names, adrs = [], []

@@ -94,6 +94,14 @@ class SimProcess:
         self._send("set_trajectory", command)
         return None
 
+    def hold(self, names, *, wait: bool = False) -> int | None:
+        """Hold these joints where they are when the next control tick starts; with ``wait``,
+        returns the index of the first tick published with the hold (None while paused)."""
+        if wait:
+            return self._call("hold", tuple(names))
+        self._send("hold", tuple(names))
+        return None
+
     def set_tick_limit(self, tick_index: int | None) -> None:
         """Physics completes ticks up to ``tick_index`` on its own, then waits (None: no limit)."""
         self._send("set_tick_limit", tick_index)

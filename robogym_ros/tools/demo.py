@@ -6,18 +6,19 @@ The same three nodes as launch/bringup.launch.py, started as processes of their 
 exit code is the recorder's: 0 pass, 1 fail, 2 usage error or no data. ``--expert`` moves the
 arms with the scripted handover expert (robogym_ros.nodes.expert_node) instead of the fixed
 path and prints its episodes' results (``<out>/expert.json``) beside the verdict. Then the verdict
-and the bag become ``<out>/report/report.html`` with its plots (robogym_ros.recorder.report).
+and the bag become ``<out>/report/report.html`` with its plots (robogym_ros.recorder.report.page).
 """
 from __future__ import annotations
 
 import argparse
 import json
 import os
-import signal
 import subprocess
 import sys
 import time
 from pathlib import Path
+
+from robogym_ros.processes import stop_processes
 
 
 def _node(module: str, namespace: str, *args: str) -> list[str]:
@@ -62,14 +63,7 @@ def main(argv=None) -> int:
     except KeyboardInterrupt:
         code = 130
     finally:
-        for proc in helpers:
-            if proc.poll() is None:
-                proc.send_signal(signal.SIGINT)
-        for proc in helpers:
-            try:
-                proc.wait(15)
-            except subprocess.TimeoutExpired:
-                proc.kill()
+        stop_processes(helpers, 15.0)
         log.close()
     if args.expert:
         print(f"expert: {_expert_summary(results)}")
@@ -84,23 +78,27 @@ def _expert_summary(results: Path) -> str:
         return "no episode ended within the recording (make --duration-s longer)"
     lines = []
     for r in json.loads(results.read_text()):
-        what = "SUCCESS" if r["success"] else f"FAIL ({r['failure'] or r['phase']})"
-        lines.append(f"episode {r['episode']}: {what}, block {r['distance_m'] * 1e3:.0f} mm from the goal "
-                     f"after {r['sim_time_s']:.2f} s sim time")
+        what = "SUCCESS (placed in the tray)" if r["success"] else f"FAIL ({r['failure'] or r['phase']})"
+        lines.append(f"episode {r['episode']}: {what}, block {r.get('placement', '')}, {r['distance_m'] * 1e3:.0f} mm "
+                     f"from the goal after {r['sim_time_s']:.2f} s sim time")
     return "; ".join(lines)
 
 
 def write_demo_report(bag: Path, verdict_json: Path, out_dir: Path) -> Path:
     """report.html from the recorder's verdict and the bag it wrote; a report that cannot be
     made is said in one line, and the demo's exit code stays the recorder's."""
-    from robogym_ros.recorder.bagio import BagError, read_bag
-    from robogym_ros.recorder.report import ReportData, frames_from_bag, verdict_from_dict, write_report
+    from robogym_ros.recorder.bag.format import BagError
+    from robogym_ros.recorder.bag.reader import read_bag
+    from robogym_ros.recorder.report.data import ReportData
+    from robogym_ros.recorder.report.inputs import frames_from_bag, judged_window_ns, verdict_from_dict
+    from robogym_ros.recorder.report.page import write_report
     verdict = verdict_from_dict(json.loads(verdict_json.read_text()))
     try:
         data = read_bag(bag)
         report_data = None
         if data.spec is not None and data.ground_truth is not None:
-            report_data = ReportData.from_bag(data, data.spec, frames=frames_from_bag(bag, data.images))
+            frames = frames_from_bag(bag, data.images, window_ns=judged_window_ns(verdict))
+            report_data = ReportData.from_bag(data, data.spec, frames=frames)
     except (BagError, ValueError) as exc:
         print(f"robogym_demo: the report has no plots: {exc}", file=sys.stderr)
         report_data = None

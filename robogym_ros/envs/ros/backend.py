@@ -1,0 +1,283 @@
+"""ROS modes: the env drives a running ``robogym_sim`` through its topics and services.
+
+Imported only when an env is made with ``mode="ros_lockstep"`` or ``"ros_realtime"``; local
+mode never imports rclpy.
+
+lockstep: each step is one message on ``robogym_sim/step_request`` (contract.STEP_REQUEST_TOPIC,
+serialized once per step by envs/ros/step_request.py): the targets and the number of ticks
+together, from the tick this env saw last. The sim refuses it, changing nothing, unless it is
+paused at that very tick; otherwise it steps exactly ``n_ticks`` ticks with the targets from
+the first, and answers on ``robogym_sim/step_result`` with the last tick's record once that
+tick is published. The targets cannot be overtaken by the step (one message), a sim another
+client moved is an error (never a silent other trajectory), and one answer per step replaces
+taking two messages per tick.
+
+real time: the sim runs on its own clock; a step publishes the targets on ``joint_commands``
+and returns the newest tick once at least ``n_ticks`` ticks have passed since the previous one.
+
+Resets go through the ``reset`` service. A seeded reset first sets the sim's live ``seed``
+parameter (the next reset starts that seed's sequence), then checks the reset's answer: the
+scene must be scene 1 of that seed, the one local mode's ``reset(seed=s)`` gives, or the reset
+raises. A reset's answer is found by the tick the service names, so nothing of the sim's past
+(the latched run states a new reader gets) can be mistaken for it.
+
+Answers and ticks are taken by the calling thread (envs/ros/ticks.py); an executor thread
+serves only the spec and the service clients.
+"""
+from __future__ import annotations
+
+import atexit
+import itertools
+import os
+import re
+import threading
+import time
+
+import rclpy
+from rcl_interfaces.msg import Parameter, ParameterType, ParameterValue
+from rcl_interfaces.srv import SetParameters
+from rclpy.executors import SingleThreadedExecutor
+from rclpy.signals import SignalHandlerOptions
+from sensor_msgs.msg import JointState
+from std_msgs.msg import String
+from std_srvs.srv import Trigger
+from trajectory_msgs.msg import JointTrajectory
+
+from robogym_ros import contract
+from robogym_ros.contract import Spec
+from robogym_ros.envs.ros.namespaces import normalize_namespace
+from robogym_ros.envs.ros.step_request import StepRequestEncoder
+from robogym_ros.envs.ros.ticks import SimUnavailable, TickReader
+from robogym_ros.ros import qos
+from robogym_ros.sim.tick import Tick
+
+__all__ = ["RosBackend", "SimUnavailable", "SeedNotHonoured"]
+
+_RESET_TICK = re.compile(r"^reset, paused; tick (\d+);")
+_names = itertools.count()
+
+
+class SeedNotHonoured(RuntimeError):
+    """A seeded reset over ROS did not give that seed's first scene: the scene is not local mode's."""
+
+
+class RosBackend:
+    """One env's link to one sim node: its own rclpy context, nodes and executor thread."""
+
+    def __init__(self, namespace: str, *, realtime: bool, timeout_s: float = 15.0):
+        self.realtime = bool(realtime)
+        self.namespace = normalize_namespace(namespace)
+        self.timeout_s = float(timeout_s)
+        self._where = f"the sim in {self.namespace or '/'}"
+        self._cv = threading.Condition()
+        self._spec: Spec | None = None
+        self._callback_error = ""  # the last exception a callback raised, for timeout messages
+        self._resets = 0
+        self._last_index: int | None = None
+        self._encoder: StepRequestEncoder | None = None  # for the joint names targets come with
+        self._closed = False
+        self._context = rclpy.Context()
+        # Never take the user's Ctrl-C: the training script decides what a signal means.
+        rclpy.init(args=[], context=self._context, signal_handler_options=SignalHandlerOptions.NO)
+        # A script that never calls close(): tear down before the interpreter does, or the
+        # DDS threads abort the process at exit ("terminate called without an active exception").
+        atexit.register(self.close)
+        try:
+            self._start()
+        except BaseException:
+            self.close()
+            raise
+
+    # --- set-up ----------------------------------------------------------------------------
+    def _start(self) -> None:
+        ns = self.namespace
+        node_name = f"robogym_env_{os.getpid()}_{next(_names)}"
+        kwargs = dict(context=self._context, start_parameter_services=False, enable_rosout=False)
+        self._node = n = rclpy.create_node(node_name, namespace=ns or "/", **kwargs)
+        n.create_subscription(String, f"{ns}/{contract.SPEC_TOPIC}", self._on_spec, qos.SPEC_QOS)
+        if self.realtime:
+            self._commands = n.create_publisher(JointState, f"{ns}/{contract.JOINT_COMMANDS}", qos.COMMAND_QOS)
+        else:
+            self._commands = n.create_publisher(JointTrajectory, f"{ns}/{contract.STEP_REQUEST_TOPIC}",
+                                                qos.COMMAND_QOS)
+        self._services = {s: n.create_client(Trigger, f"{ns}/{contract.SIM_NODE}/{s}")
+                          for s in ("reset", "resume", "pause")}
+        self._params = n.create_client(SetParameters, f"{ns}/{contract.SIM_NODE}/set_parameters")
+        self._executor = SingleThreadedExecutor(context=self._context)
+        self._executor.add_node(n)
+        self._thread = threading.Thread(target=self._spin, name=f"{node_name}_spin", daemon=True)
+        self._thread.start()
+
+        where = f"no robogym_sim answers in namespace {ns or '/'!r}"
+        self._wait(lambda: self._spec is not None, f"{where} (no latched spec within {{t}} s; "
+                   f"start one: python -m robogym_ros.nodes.sim_node --ros-args -r __ns:={ns or '/'} "
+                   "-p start_paused:=true)")
+        spec = self._spec
+        self.joint_names = spec.joint_names
+        self.joint_ranges = [(j.lower, j.upper) for j in spec.joints]
+        self.object_names = list(spec.objects)
+        self.control_dt_ns = spec.control_dt_ns
+        self.model_path = spec.model
+        # Never spun: the caller takes ticks and run states itself (envs/ros/ticks.py).
+        self._tick_node = rclpy.create_node(f"{node_name}_ticks", namespace=ns or "/", **kwargs)
+        self._reader = TickReader(self._tick_node, ns, self.joint_names, self.control_dt_ns,
+                                  ticks=self.realtime)
+        self._wait(lambda: self._commands.get_subscription_count() > 0,
+                   f"{where}: nothing subscribes to {self._commands.topic_name} within {{t}} s"
+                   + ("" if self.realtime else " (a robogym_sim older than lockstep step requests?)"))
+        self._wait(self._reader.matched, f"{where}: its step results{' and ticks' if self.realtime else ''} "
+                   "did not match within {t} s")
+        for name, client in [*self._services.items(), ("set_parameters", self._params)]:
+            if not client.wait_for_service(timeout_sec=self.timeout_s):
+                raise SimUnavailable(f"{where}: service {name} did not appear within {self.timeout_s:g} s")
+
+    def _spin(self) -> None:
+        while self._context.ok():
+            try:
+                self._executor.spin_once(timeout_sec=0.05)
+            except Exception as exc:  # noqa: BLE001 - kept for the caller's error; spinning goes on
+                if not self._context.ok():
+                    return  # shut down under the spin: nothing left to serve
+                self._callback_error = f"{type(exc).__name__}: {exc}"
+
+    def _on_spec(self, msg: String) -> None:
+        try:
+            spec = Spec.from_json(msg.data)
+        except ValueError as exc:
+            self._callback_error = f"the sim's spec is not valid: {exc}"
+            return
+        with self._cv:
+            self._spec = spec
+            self._cv.notify_all()
+
+    # --- waiting and calling ---------------------------------------------------------------
+    def _wait(self, predicate, what: str) -> None:
+        """Until ``predicate()``; SimUnavailable after the timeout. Polled every 20 ms (a match
+        is announced by no message)."""
+        deadline = time.monotonic() + self.timeout_s
+        with self._cv:
+            while not predicate():
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    error = f" (last error in a callback: {self._callback_error})" if self._callback_error else ""
+                    raise SimUnavailable(what.format(t=f"{self.timeout_s:g}") + error)
+                self._cv.wait(min(remaining, 0.02))
+
+    def _call(self, client, request, name: str):
+        """One request; its answer, or SimUnavailable after the timeout."""
+        future = client.call_async(request)
+        done = threading.Event()
+        future.add_done_callback(lambda _f: done.set())
+        if not done.wait(self.timeout_s):
+            client.remove_pending_request(future)
+            raise SimUnavailable(f"service {name} of {self._where} did not answer within {self.timeout_s:g} s "
+                                 "(is the sim still running?)")
+        return future.result()
+
+    def _trigger(self, name: str) -> str:
+        response = self._call(self._services[name], Trigger.Request(), name)
+        if not response.success:
+            raise RuntimeError(f"the sim refused {name}: {response.message}")
+        return response.message
+
+    # --- the backend interface ------------------------------------------------------------
+    def reset(self, seed: int | None) -> Tick:
+        if seed is not None:
+            self._set_seed(int(seed))
+        message = self._trigger("reset")
+        m = _RESET_TICK.match(message)
+        if m is None:
+            raise RuntimeError(f"{self._where} answered reset with {message!r}, which names no tick "
+                               "(a robogym_sim older than this env?)")
+        stamp = int(m.group(1)) * self.control_dt_ns
+        r = self._reader
+        result = r.wait(lambda: r.result(("reset",), stamp_ns=stamp), self.timeout_s,
+                        lambda: f"the answer to the reset at tick {m.group(1)} did not arrive from {self._where} "
+                                f"within {self.timeout_s:g} s (is the sim still running?)")
+        if seed is not None and (result.seed, result.scene) != (seed, 1):
+            raise SeedNotHonoured(
+                f"reset(seed={seed}): {self._where} drew scene {result.scene} of seed {result.seed}, not "
+                f"scene 1 of seed {seed} (the scene local reset(seed={seed}) gives); did another client "
+                "reset it meanwhile? Nothing was returned")
+        self._resets += 1
+        tick = r.result_tick(result, episode=self._resets)
+        self._last_index = tick.index
+        if self.realtime:
+            r.forget_before(stamp)
+            self._trigger("resume")
+        return tick
+
+    def _set_seed(self, seed: int) -> None:
+        value = ParameterValue(type=ParameterType.PARAMETER_INTEGER, integer_value=seed)
+        request = SetParameters.Request(parameters=[Parameter(name="seed", value=value)])
+        result = self._call(self._params, request, "set_parameters").results[0]
+        if not result.successful:
+            raise ValueError(f"reset(seed={seed}): {self._where} did not take the seed: {result.reason}")
+
+    def step(self, targets: dict[str, float], n_ticks: int) -> Tick:
+        if self._last_index is None:
+            raise RuntimeError("step() before reset()")
+        if self.realtime:
+            return self._step_realtime(targets, n_ticks)
+        last = self._last_index
+        start_ns, dt = last * self.control_dt_ns, self.control_dt_ns
+        names = tuple(targets)
+        if self._encoder is None or self._encoder.joint_names != names:
+            self._encoder = StepRequestEncoder(names)
+        self._commands.publish(self._encoder.encode(start_ns, list(targets.values()), n_ticks * dt))
+        r = self._reader
+        result = r.wait(lambda: r.result(("step", "step_refused"), from_stamp_ns=start_ns), self.timeout_s,
+                        lambda: f"the answer to the step request from tick {last} ({n_ticks} ticks) did not "
+                                f"arrive from {self._where} within {self.timeout_s:g} s (is the sim still running?)")
+        if result.reason == "step_refused":
+            raise RuntimeError(f"{self._where} refused the step from tick {last}: {result.detail}")
+        index = result.stamp_ns // dt
+        if index != last + n_ticks and not result.blew_up:
+            raise RuntimeError(f"lockstep broken: {self._where} stepped from tick {last} to {index}, "
+                               f"not {last + n_ticks}")
+        tick = r.result_tick(result, episode=self._resets)
+        self._last_index = index
+        return tick
+
+    def _step_realtime(self, targets: dict[str, float], n_ticks: int) -> Tick:
+        msg = JointState()
+        msg.name = list(targets)
+        msg.position = [float(v) for v in targets.values()]
+        self._commands.publish(msg)
+        last = self._last_index
+        wanted = last + n_ticks
+        r = self._reader
+
+        def newest():
+            index = r.newest_frame()
+            return index if index is not None and index >= wanted else None
+
+        index = r.wait(newest, self.timeout_s,
+                       lambda: f"{self._where} did not reach tick {wanted} within {self.timeout_s:g} s (is it paused?)")
+        dt = self.control_dt_ns
+        blew_up = r.state(("blow_up",), last * dt, index * dt) is not None
+        r.forget_before(index * dt)
+        tick = r.frame(index, episode=self._resets, blew_up=blew_up)
+        self._last_index = index
+        return tick
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        atexit.unregister(self.close)
+        executor = getattr(self, "_executor", None)
+        nodes = [x for x in (getattr(self, "_node", None), getattr(self, "_tick_node", None)) if x is not None]
+        if executor is not None and nodes:
+            executor.remove_node(nodes[0])
+        rclpy.try_shutdown(context=self._context)
+        thread = getattr(self, "_thread", None)
+        if thread is not None:
+            thread.join(1.0)
+        if executor is not None:
+            executor.shutdown(timeout_sec=0)
+        reader = getattr(self, "_reader", None)
+        if reader is not None:
+            reader.close()
+        for node in nodes:
+            node.destroy_node()

@@ -1,0 +1,119 @@
+"""The MCP side of robogym_mcp: one MCP tool per SimTools method, with the descriptions an
+agent reads, and the conversion of answers into MCP content (JSON text, the same as
+structured content, then one PNG image per camera). A refusal or an unanswered call is a tool
+result with ``is_error`` and the reason as its text, so the agent can read it and go on.
+"""
+from __future__ import annotations
+
+import base64
+import json
+import math
+from typing import Callable
+
+from mcp.server.mcpserver import MCPServer
+from mcp.types import CallToolResult, ImageContent, TextContent, ToolAnnotations
+
+from robogym_ros.nodes.mcp.tools import MAX_MOVE_S, MAX_STEP_TICKS, Answer, Refused, SimTools
+from robogym_ros.nodes.sim_link import SimUnavailable
+
+INSTRUCTIONS = (
+    "You drive a simulated pair of SO-101 robot arms (ROS 2 + MuJoCo). Call spec first: joints with their "
+    "ranges (rad), cameras, rates, the task and what success means. The sim runs in real time while you think "
+    "unless you pause it; observe gives joints and the three camera images of one and the same tick; act sets "
+    "servo targets by joint name (refused with the reason, nothing sent, if a name or value is wrong). For "
+    "lockstep: pause, act, step N ticks, observe. Every call answers within the server's timeout, with what it "
+    "waited for if the sim did not answer.")
+
+READ_ONLY = ToolAnnotations(read_only_hint=True, open_world_hint=False)
+ACTS = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=False, open_world_hint=False)
+RESETS = ToolAnnotations(read_only_hint=False, destructive_hint=True, idempotent_hint=False, open_world_hint=False)
+
+
+def json_safe(value):
+    """JSON without NaN or infinities (strict parsers refuse them): those become null."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {k: json_safe(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [json_safe(v) for v in value]
+    return value
+
+
+def result(call: Callable[[], Answer]) -> CallToolResult:
+    try:
+        answer = call()
+    except (Refused, SimUnavailable) as exc:
+        return CallToolResult(content=[TextContent(text=str(exc))], is_error=True)
+    data = json_safe(answer.data)
+    content = [TextContent(text=json.dumps(data))]
+    content += [ImageContent(data=base64.b64encode(image).decode(), mime_type="image/png")
+                for _, image in answer.images]
+    return CallToolResult(content=content, structured_content=data)
+
+
+def build_server(tools: SimTools) -> MCPServer:
+    server = MCPServer("robogym", instructions=INSTRUCTIONS, log_level="WARNING")
+    timeout = f"Answers within {tools.timeout_s:g} s"
+
+    @server.tool(name="spec", annotations=READ_ONLY, description=(
+        "What the sim offers: joints (name, target range lower..upper, unit), cameras, control and physics "
+        f"rates, real-time factor, the task and what success means. {timeout} (waits for the sim's spec)."))
+    def spec() -> CallToolResult:
+        return result(tools.spec)
+
+    @server.tool(name="observe", annotations=READ_ONLY, description=(
+        "One observation, all of one tick: sim time, the tick, the 12 joint positions and velocities, and (images) "
+        "one PNG per camera, each stamped with that tick (data.images lists them in order). While the sim runs, "
+        "it is the next tick with every camera frame (frames come every camera period); while paused, the newest "
+        "at hand. object_poses adds ground-truth block and tray poses (x y z qw qx qy qz, world) where the server "
+        f"was started with --ground-truth. {timeout}."))
+    def observe(images: bool = True, object_poses: bool = False) -> CallToolResult:
+        return result(lambda: tools.observe(images=images, object_poses=object_poses))
+
+    @server.tool(name="act", annotations=ACTS, description=(
+        "Set servo position targets by joint name, e.g. {\"left_shoulder_lift\": -0.75, \"left_gripper\": 1.2} (rad). "
+        "Joints not named keep their targets. Takes effect from the sim's next control tick. A name that is "
+        "unknown or repeated, a value that is not finite or outside the joint's range: refused with the sim's "
+        "reason, nothing sent."))
+    def act(targets: dict[str, float]) -> CallToolResult:
+        return result(lambda: tools.act(targets))
+
+    @server.tool(name="move", annotations=ACTS, description=(
+        "A timed move: the named joints go linearly (in sim time) from their current targets to these, over "
+        f"duration_s (0 < duration_s <= {MAX_MOVE_S:g}), starting now. A pause freezes it, a reset drops it, an act "
+        "naming one of its joints takes that joint over. Refused like act, nothing sent."))
+    def move(targets: dict[str, float], duration_s: float) -> CallToolResult:
+        return result(lambda: tools.move(targets, duration_s))
+
+    @server.tool(name="pause", annotations=ACTS, description=(
+        f"Pause the sim (its own pause service): time stops, nothing moves until resume or step. {timeout}."))
+    def pause() -> CallToolResult:
+        return result(tools.pause)
+
+    @server.tool(name="resume", annotations=ACTS,
+                 description=f"Resume the sim in real time (its own resume service). {timeout}.")
+    def resume() -> CallToolResult:
+        return result(tools.resume)
+
+    @server.tool(name="step", annotations=ACTS, description=(
+        f"While paused: advance the sim by ticks control ticks (1..{MAX_STEP_TICKS}), with the targets in force, "
+        f"through the sim's own step service (once per tick). Refused while running. {timeout} per tick."))
+    def step(ticks: int = 1) -> CallToolResult:
+        return result(lambda: tools.step(ticks))
+
+    @server.tool(name="reset", annotations=RESETS, description=(
+        "Start a new episode (the sim's own reset service): a new random scene, both arms folded; the sim is paused "
+        "afterwards. seed: that seed's first scene (the sim's live seed parameter is set first). The cameras show "
+        f"the new scene from their next frame (step or resume). {timeout}."))
+    def reset(seed: int | None = None) -> CallToolResult:
+        return result(lambda: tools.reset(seed))
+
+    @server.tool(name="status", annotations=READ_ONLY, description=(
+        "How the sim is doing (its diagnostics, about once a second): sim time, real-time factor achieved and "
+        "target, late steps, resets, commands accepted and rejected with the sim's last rejection; the run state; "
+        f"and this server's own last refusal. {timeout}."))
+    def status() -> CallToolResult:
+        return result(tools.status)
+
+    return server

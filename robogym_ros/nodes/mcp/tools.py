@@ -1,0 +1,385 @@
+"""What each robogym_mcp tool does, on a SimLink, independent of MCP: an :class:`Answer` (JSON
+data and PNG images) or an exception whose message is the whole story: :class:`Refused` (the
+call was wrong, nothing was sent or changed) or SimUnavailable (the sim did not answer within
+the server's timeout; the message names what was waited for).
+
+The truth is the ROS clients' truth: an observation is a joint_states tick and the camera
+images stamped with that same tick; targets are checked with the sim's own validation
+(robogym_ros.sim.commands) before anything is sent, so a refusal carries the sim's reason.
+Every wait is bounded by ``timeout_s`` (``step``: per tick).
+"""
+from __future__ import annotations
+
+import math
+import re
+import time
+from dataclasses import asdict, dataclass, field
+
+from trajectory_msgs.msg import JointTrajectoryPoint
+
+from robogym_ros import contract
+from robogym_ros.camera.clock import frame_tick
+from robogym_ros.contract import NS_PER_S, Spec
+from robogym_ros.live.images import png
+from robogym_ros.live.observation import Observation
+from robogym_ros.nodes.sim_link import SimLink, SimUnavailable
+from robogym_ros.sim.commands import CommandRejected, validate_command, validate_trajectory
+
+MAX_STEP_TICKS = 1000
+STATE_WAIT_S = 1.0  # after a service answered: how long to wait for its run state to arrive
+MAX_MOVE_S = 60.0
+TASK = ("Two SO-101 arms behind a table, a red block and a red tray. Each object starts where only the arm "
+        "next to it can reach, so the block must be handed from one arm to the other and laid in the tray.")
+SUCCESS = ("the block's centre within 30 mm of where a lying block rests at the tray's centre (the goal the "
+           "reset's draw implies; the Gymnasium env's success test, robogym_ros/envs/task.py)")
+_RESET = re.compile(r"tick (\d+); seed (-?\d+), scene (\d+)")
+_STEPPED = re.compile(r"tick (\d+)")
+
+
+class Refused(ValueError):
+    """The call was refused; nothing was sent, nothing changed. The message says why."""
+
+
+@dataclass
+class Answer:
+    """A tool's answer: JSON data, and the images it names in ``data["images"]``."""
+
+    data: dict
+    images: list[tuple[str, bytes]] = field(default_factory=list)  # (camera, PNG), in data["images"] order
+
+
+def _number(text: str):
+    """A diagnostics value (a string on the wire) as the JSON value it reads as."""
+    if text in ("True", "False"):
+        return text == "True"
+    for kind in (int, float):
+        try:
+            value = kind(text)
+        except ValueError:
+            continue
+        return None if isinstance(value, float) and not math.isfinite(value) else value
+    return text
+
+
+class SimTools:
+    """The tools of one server on one sim. Thread-safe as the link is; calls may overlap."""
+
+    def __init__(self, link: SimLink, timeout_s: float, *, ground_truth: bool = False):
+        """``ground_truth``: observe may add the objects' true poses (the link must take them).
+        robogym's agents see no object positions: they must find them in the images."""
+        if not timeout_s > 0:
+            raise ValueError(f"timeout_s must be > 0, got {timeout_s!r}")
+        self.link, self.timeout_s, self.ground_truth = link, float(timeout_s), ground_truth
+        self.last_refusal = ""  # this server's, which never reaches the sim's diagnostics
+
+    def _refuse(self, reason: str) -> Refused:
+        self.last_refusal = reason
+        return Refused(reason)
+
+    def _spec(self) -> Spec:
+        """The spec of the sim there now: a spec kept from a sim that has left the ROS graph is
+        not served as if it were alive (a sim killed outright stays in the graph until DDS
+        notices it is gone, some seconds)."""
+        started = time.monotonic()
+        spec = self.link.wait_spec(self.timeout_s)
+        while not self.link.sim_present():
+            if time.monotonic() - started >= self.timeout_s:
+                raise SimUnavailable(f"the sim in {self.link.namespace} is gone: no publisher of "
+                                     f"{self.link.spec_topic} (waited {self.timeout_s:g} s for one); the last "
+                                     f"spec came from sim instance {spec.instance}")
+            time.sleep(0.1)
+            spec = self.link.spec
+        return spec
+
+    # --- spec -------------------------------------------------------------------------------
+    def spec(self) -> Answer:
+        spec = self._spec()
+        cams = [{"name": c.name, "width": c.width, "height": c.height, "period_s": c.period_s,
+                 "hfov_deg": c.hfov_deg, "encoding_returned": "image/png"} for c in spec.cameras]
+        return Answer({
+            "namespace": self.link.namespace,
+            "joints": [{"name": j.name, "lower": j.lower, "upper": j.upper, "unit": j.unit} for j in spec.joints],
+            "objects": list(spec.objects),
+            "object_pose_layout": list(contract.POSE_LAYOUT),
+            "cameras": cams,
+            "control_dt_s": spec.control_dt_s,
+            "physics_dt_s": spec.physics_dt_s,
+            "real_time_factor": spec.real_time_factor,
+            "task": TASK,
+            "success": SUCCESS,
+            "timing": ("real time: the sim runs on while you think; what you observe is the newest tick with "
+                       "all camera frames, and act takes effect from the sim's next control tick. For lockstep, "
+                       "pause, then act and step N ticks, then observe."),
+            "timeout_s": self.timeout_s,
+            "sim_instance": spec.instance,
+        })
+
+    # --- observe ----------------------------------------------------------------------------
+    def observe(self, images: bool = True, object_poses: bool = False) -> Answer:
+        started = time.monotonic()
+        if object_poses and not self.ground_truth:
+            raise self._refuse("refused: this server gives no ground truth (object poses); its operator can start "
+                               "it with --ground-truth. Find the block and the tray in the images")
+        spec = self._spec()
+        buf = self.link.buffer
+        with_images = bool(images) and bool(spec.cameras)
+        seq = buf.seq(images=with_images)
+        obs = None
+        while obs is None:  # running: a tick that came after this call; paused: the newest at hand
+            state = self.link.run_state
+            if state is not None and state.paused:
+                self._await_paused_tick(spec, with_images, self.timeout_s - (time.monotonic() - started))
+                obs = buf.newest(images=with_images, objects=object_poses)
+                if obs is None:
+                    raise SimUnavailable(self._nothing_at_hand(spec, with_images))
+                if not self.link.sim_present():
+                    raise SimUnavailable(f"the sim in {self.link.namespace} is gone (no publisher of its spec); "
+                                         f"the last tick received was {self._tick(obs.newest_stamp_ns, spec)}")
+                break
+            left = self.timeout_s - (time.monotonic() - started)
+            if left <= 0:
+                raise SimUnavailable(self._waited_for(spec, with_images))
+            if buf.wait_newer(seq, images=with_images, timeout_s=min(left, 0.1)):
+                state = self.link.run_state
+                if state is not None and state.paused:
+                    continue  # paused meanwhile: the paused rule applies (the sim's last tick)
+                obs = buf.newest(images=with_images, objects=object_poses)
+        return self._observation(spec, obs, object_poses, state)
+
+    def _await_paused_tick(self, spec: Spec, with_images: bool, left_s: float) -> None:
+        """Paused: wait (within the call's timeout) for the sim's last tick, which its run state
+        names, and with images for the frames of the last tick the camera clock made a frame
+        of: a tick's joint_states may still be on the way when a step has answered (or this
+        server, on a loaded machine, some way behind), and rendering takes some ms more. A frame
+        the sim reports skipped (its renderer was busy) never comes: not waited for."""
+        buf, state = self.link.buffer, self.link.run_state
+        dt = spec.control_dt_ns
+        if state.stamp_ns < contract.FIRST_TICK_INDEX * dt or buf.newest_stamp_ns() is None:
+            return  # a sim started paused (no tick yet), or joined while paused: none will come
+        # The paused sim's last tick is at least the newest one received: its run state (a
+        # different topic) may lag the ticks a step produced, on a loaded machine.
+        newest = max(state.stamp_ns, buf.newest_stamp_ns())
+        due_ns = None
+        periods = [round(c.period_s * NS_PER_S) for c in spec.cameras if c.period_s]
+        if with_images and periods:
+            period = min(periods)
+            grid = newest // period * period
+            if frame_tick(grid, dt) * dt > newest:
+                grid -= period
+            due_ns = frame_tick(grid, dt) * dt
+        deadline = time.monotonic() + left_s
+        while True:
+            joint_seq, frames_seq = buf.seq(images=False), buf.seq(images=True)
+            have_tick = (buf.newest_stamp_ns() or -1) >= newest
+            obs = buf.newest(images=True) if due_ns is not None else None
+            have_frames = due_ns is None or (obs is not None and obs.stamp_ns >= due_ns) \
+                or due_ns in self.link.skipped_frames
+            left = deadline - time.monotonic()
+            if (have_tick and have_frames) or left <= 0:
+                return
+            if not have_tick:
+                buf.wait_newer(joint_seq, images=False, timeout_s=min(left, 0.1))
+            else:  # in slices: a skip report comes on another topic
+                buf.wait_newer(frames_seq, images=True, timeout_s=min(left, 0.1))
+
+    @staticmethod
+    def _tick(stamp_ns: int, spec: Spec) -> int:
+        return stamp_ns // spec.control_dt_ns
+
+    def _what(self, spec: Spec, with_images: bool) -> str:
+        if not with_images:
+            return f"a new joint_states tick from the sim in {self.link.namespace}"
+        return (f"a new tick with all {len(spec.cameras)} camera frames ({', '.join(c.name for c in spec.cameras)}) "
+                f"and its joint_states from the sim in {self.link.namespace}")
+
+    def _waited_for(self, spec: Spec, with_images: bool) -> str:
+        buf, state = self.link.buffer, self.link.run_state
+        arrival = buf.joint_arrival_s
+        newest = self._tick(buf.newest_stamp_ns() or 0, spec)
+        last = "no joint tick received yet" if arrival is None else \
+            f"the last joint tick came {time.monotonic() - arrival:.1f} s ago (tick {newest})"
+        frames = buf.newest_frames_stamp_ns()
+        return (f"waited {self.timeout_s:g} s for {self._what(spec, with_images)}; {last}"
+                + ("" if not with_images else "; no complete frame set yet" if frames is None
+                   else f"; the newest complete frame set is of tick {self._tick(frames, spec)}")
+                + f"; run state: {'unknown' if state is None else state.reason}; "
+                f"sim in the ROS graph: {'yes' if self.link.sim_present() else 'no'}")
+
+    def _nothing_at_hand(self, spec: Spec, with_images: bool) -> str:
+        state = self.link.run_state
+        period = min((c.period_s or 0 for c in spec.cameras), default=0)
+        return (f"the sim in {self.link.namespace} is paused at tick {self._tick(state.stamp_ns, spec)} and this "
+                f"server has no tick {'with its camera frames ' if with_images else ''}at hand (a paused sim "
+                "publishes nothing): step it"
+                + (f" (a frame comes every {period:g} s of sim time)" if with_images and period else "")
+                + ", resume it, or observe with images=false after a step")
+
+    def _observation(self, spec: Spec, obs: Observation, object_poses: bool, state) -> Answer:
+        """``state``: the run state the observation was chosen by (its ``paused``)."""
+        reset = self.link.last_reset
+        tick = self._tick(obs.stamp_ns, spec)
+        data = {
+            "tick": tick,
+            "stamp_ns": obs.stamp_ns,
+            "sim_time_s": obs.stamp_ns / NS_PER_S,
+            "paused": None if state is None else state.paused,
+            "joints": dict(zip(spec.joint_names, obs.joints.position.tolist())),
+            "velocities": dict(zip(spec.joint_names, obs.joints.velocity.tolist())),
+            "images": [] if obs.frames is None else [f.meta() for f in obs.frames.frames],
+            "newest_tick": self._tick(obs.newest_stamp_ns, spec),
+        }
+        notes = []
+        if obs.frames is not None and obs.newest_stamp_ns > obs.stamp_ns:
+            notes.append(f"the sim's newest tick is {data['newest_tick']}; its cameras last rendered tick {tick}, "
+                         "so joints and images are both of that tick")
+        if reset is not None and reset.stamp_ns >= obs.stamp_ns and reset.reason in ("reset", "blow_up"):
+            data["before_last_reset"] = True
+            notes.append(f"this tick is from before the {reset.reason} at tick {self._tick(reset.stamp_ns, spec)}: "
+                         "the scene has changed since; step or resume until a frame of the new episode comes")
+        if object_poses:
+            if obs.object_poses is None:
+                notes.append(f"no ground-truth object poses of tick {tick} at hand")
+            else:
+                data["object_poses"] = dict(zip(spec.objects, obs.object_poses.tolist()))
+        if notes:
+            data["notes"] = notes
+        images = [] if obs.frames is None else [(f.camera, png(f)) for f in obs.frames.frames]
+        return Answer(data, images)
+
+    # --- act and move -----------------------------------------------------------------------
+    def _ranges(self, spec: Spec) -> dict[str, tuple[float, float]]:
+        return {j.name: (j.lower, j.upper) for j in spec.joints}
+
+    def _left(self, started: float) -> float:
+        return max(self.timeout_s - (time.monotonic() - started), 0.0)
+
+    def act(self, targets: dict) -> Answer:
+        started = time.monotonic()  # one bound for the whole call
+        spec = self._spec()
+        if not isinstance(targets, dict):
+            raise self._refuse(f"targets must be an object {{joint: target}}, got {type(targets).__name__}")
+        try:
+            valid = validate_command(list(targets), list(targets.values()), (), (), self._ranges(spec))
+        except (CommandRejected, TypeError, ValueError) as exc:
+            raise self._refuse(f"refused, nothing sent: {exc}") from None
+        self.link.wait_listener(contract.JOINT_COMMANDS, self._left(started))
+        newest = self.link.buffer.newest_stamp_ns()
+        self.link.send_targets(valid)
+        return Answer({"sent": valid, "after_tick": None if newest is None else self._tick(newest, spec),
+                       "takes_effect": "from the sim's next control tick; joints not named keep their targets"})
+
+    def move(self, targets: dict, duration_s: float) -> Answer:
+        started = time.monotonic()  # one bound for the whole call
+        spec = self._spec()
+        if not isinstance(duration_s, (int, float)) or not math.isfinite(duration_s) \
+                or not 0 < duration_s <= MAX_MOVE_S:
+            raise self._refuse(f"refused, nothing sent: duration_s must be in (0, {MAX_MOVE_S:g}] s, "
+                               f"got {duration_s!r}")
+        if not isinstance(targets, dict):
+            raise self._refuse(f"targets must be an object {{joint: target}}, got {type(targets).__name__}")
+        duration_ns = round(duration_s * NS_PER_S)
+        point = JointTrajectoryPoint()
+        point.time_from_start.sec, point.time_from_start.nanosec = contract.split_stamp(duration_ns)
+        try:
+            point.positions = [float(v) for v in targets.values()]
+            validate_trajectory(list(targets), [point], 0, self._ranges(spec))
+        except (CommandRejected, TypeError, ValueError) as exc:
+            raise self._refuse(f"refused, nothing sent: {exc}") from None
+        self.link.wait_listener(contract.JOINT_TRAJECTORY, self._left(started))
+        self.link.send_move({k: float(v) for k, v in targets.items()}, duration_ns)
+        return Answer({"sent": dict(targets), "duration_s": duration_s,
+                       "semantics": "linear in sim time from the current targets, starting now; a pause freezes it, "
+                                    "a reset drops it, an act naming one of its joints takes that joint over"})
+
+    # --- the sim's services -----------------------------------------------------------------
+    def _service(self, name: str) -> tuple[bool, str]:
+        return self.link.call(name, self.timeout_s)
+
+    def _run_state(self) -> dict | None:
+        state = self.link.run_state
+        return None if state is None else asdict(state)
+
+    def pause(self) -> Answer:
+        return self._trigger("pause")
+
+    def resume(self) -> Answer:
+        return self._trigger("resume")
+
+    def _trigger(self, name: str) -> Answer:
+        ok, message = self._service(name)
+        if not ok:
+            raise self._refuse(f"the sim refused {name}: {message}")
+        self._await_state(lambda s: s.paused == (name == "pause"))
+        return Answer({"success": ok, "message": message, "paused": name == "pause"})
+
+    def _await_state(self, predicate) -> None:
+        """Until this server's view of the run state shows what the sim just answered (bounded:
+        STATE_WAIT_S), so that the next observe sees the sim as it now is."""
+        self.link.wait_state(predicate, min(self.timeout_s, STATE_WAIT_S))
+
+    def step(self, ticks: int = 1) -> Answer:
+        if isinstance(ticks, bool) or not isinstance(ticks, int) or not 1 <= ticks <= MAX_STEP_TICKS:
+            raise self._refuse(f"refused, nothing stepped: ticks must be a whole number in 1..{MAX_STEP_TICKS}, "
+                               f"got {ticks!r}")
+        message, done = "", 0
+        for done in range(ticks):
+            try:
+                ok, message = self._service("step")
+            except SimUnavailable as exc:
+                if not done:
+                    raise
+                raise SimUnavailable(f"stepped {done} of {ticks} ticks, then: {exc}") from None
+            if not ok:
+                if not done:
+                    raise self._refuse(f"the sim refused step: {message}")
+                raise self._refuse(f"stepped {done} of {ticks} ticks, then the sim refused: {message}")
+        found = _STEPPED.search(message)
+        data = {"stepped": done + 1, "message": message}
+        if found:
+            data["tick"] = int(found.group(1))
+            stamp = data["tick"] * self._spec().control_dt_ns
+            self._await_state(lambda s: s.paused and s.stamp_ns >= stamp)
+        return Answer(data)
+
+    def reset(self, seed: int | None = None) -> Answer:
+        if seed is not None:
+            if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
+                raise self._refuse(f"refused, nothing reset: seed must be a whole number >= 0, got {seed!r}")
+            ok, reason = self.link.set_seed(seed, self.timeout_s)
+            if not ok:
+                raise self._refuse(f"the sim refused seed {seed}, nothing reset: {reason}")
+        ok, message = self._service("reset")
+        if not ok:
+            raise self._refuse(f"the sim refused reset: {message}")
+        data = {"success": ok, "message": message, "paused": True}
+        found = _RESET.search(message)
+        if found:
+            data.update(tick=int(found.group(1)), seed=int(found.group(2)), scene=int(found.group(3)))
+            stamp = data["tick"] * self._spec().control_dt_ns
+            self._await_state(lambda s: s.reason == "reset" and s.stamp_ns == stamp)
+        return Answer(data)
+
+    # --- status -----------------------------------------------------------------------------
+    def status(self) -> Answer:
+        spec = self._spec()
+        link = self.link
+        deadline = time.monotonic() + self.timeout_s
+        seq = link.changed
+        while link.diagnostics is None and time.monotonic() < deadline:  # the sim's first ~1 Hz status
+            seq = link.wait_changed(seq, deadline - time.monotonic())
+        newest, arrival = link.buffer.newest_stamp_ns(), link.buffer.joint_arrival_s
+        data = {
+            "namespace": link.namespace,
+            "sim_present": link.sim_present(),
+            "run_state": self._run_state(),
+            "sim": None if link.diagnostics is None else {k: _number(v) for k, v in link.diagnostics.items()},
+            "sim_message": link.diagnostics_message,
+            "server": {"timeout_s": self.timeout_s, "last_refusal": self.last_refusal, "sims_seen": link.instances,
+                       "newest_tick": None if newest is None else self._tick(newest, spec),
+                       "frame_sets_incomplete": link.buffer.frame_sets_dropped,
+                       "newest_tick_age_s": None if arrival is None else round(time.monotonic() - arrival, 3)},
+        }
+        if link.diagnostics is None:
+            data["note"] = (f"no diagnostics from the sim within {self.timeout_s:g} s "
+                            "(it publishes them about once a second)")
+        return Answer(data)

@@ -1,0 +1,213 @@
+"""ROS 2 node ``robogym_sim``: a thin shell around the physics process.
+
+The physics process paces itself; this node forwards. Ticks go out on the pump thread
+(nodes/sim_node/ticks.py), frames on the camera thread (nodes/sim_node/cameras.py); the
+executor thread serves commands, services (nodes/sim_node/run_control.py), parameters and diagnostics.
+Every change of run state, whoever asks for it, goes through one machine (nodes/sim_node/run_state.py).
+If the physics process dies, the node says how and exits non-zero, so a launch file's
+``respawn`` can bring the sim back.
+"""
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import replace
+
+from sensor_msgs.msg import JointState
+from std_msgs.msg import String
+
+from robogym_ros import contract
+from robogym_ros.camera.lens import Lens
+from robogym_ros.nodes.node_runner import StoppableNode, run_node
+from robogym_ros.nodes.sim_node import parameters
+from robogym_ros.nodes.sim_node.arm_controllers.controllers import ArmControllers
+from robogym_ros.nodes.sim_node.cameras import start_cameras
+from robogym_ros.nodes.sim_node.description import DescriptionPublisher
+from robogym_ros.nodes.sim_node.diagnostics import CommandCounts, SimDiagnostics
+from robogym_ros.nodes.sim_node.run_control import RunControl
+from robogym_ros.nodes.sim_node.run_state import Busy, RunStates
+from robogym_ros.nodes.sim_node.simulation_interfaces.services import SimulationInterfaces
+from robogym_ros.nodes.sim_node.spec import build_spec
+from robogym_ros.nodes.sim_node.step_requests import StepRequests
+from robogym_ros.nodes.sim_node.step_results import StepResults
+from robogym_ros.nodes.sim_node.ticks import TickPublisher
+from robogym_ros.nodes.sim_node.trajectory_subscriber import TrajectorySubscriber
+from robogym_ros.params import SIM_PARAMS
+from robogym_ros.ros.qos import COMMAND_QOS, SPEC_QOS
+from robogym_ros.sim.commands import CommandRejected, validate_command
+from robogym_ros.sim.loop import LoopConfig
+from robogym_ros.sim.physics import default_model_path
+from robogym_ros.sim.process import SimProcess
+
+EXIT_PHYSICS_DIED = 3
+STEPPING_PARAMETERS = ("real_time_factor", "max_lag_s", "seed")  # a change goes through the run-state machine
+
+
+class SimNode(StoppableNode):
+    """The sim as a ROS node: topics, commands, services, parameters and diagnostics."""
+
+    def __init__(self, **kwargs):
+        # What destroy_node touches exists before anything can fail: a failed build is
+        # abandoned (run_node), and that tears down whatever was built (the physics process,
+        # the step-request and action threads).
+        self.sim = self.cameras = self.ticks = self.sim_api = self.run_control = self.step_requests = None
+        self.controllers = self.run_states = None
+        self._parameter_owner = None  # a parameter batch that changes how the sim steps owns the run state
+        self.commands = CommandCounts()
+        super().__init__(contract.SIM_NODE, **kwargs)
+        p = self.params = parameters.declare(self, SIM_PARAMS, self._on_parameter, check=self._check_parameter,
+                                             admit=self._admit_parameters)
+        self.config = LoopConfig(
+            model_path=p["model"] or default_model_path(), physics_dt_s=p["physics_dt_s"],
+            decimation=p["decimation"], seed=p["seed"], real_time_factor=p["real_time_factor"],
+            # Always paused until this node can take ticks: GL set-up takes ~1 s on llvmpipe,
+            # and a running physics process would stall on the full tick pipe meanwhile.
+            start_paused=True, max_lag_s=p["max_lag_s"])
+        self.sim = SimProcess(self.config)
+        self.instance = f"{os.getpid()}-{time.time_ns()}"
+        self.description = self.sim.describe()
+        self.ranges = {j.name: (j.lower, j.upper) for j in self.description.joints}
+        self.ticks = TickPublisher(self, self.sim, [j.name for j in self.description.joints], self.config.model_path)
+        self.frames = DescriptionPublisher(self, self.config.model_path, self.description.objects)
+        # FollowJointTrajectory servers where control_msgs is; commands reach physics through them
+        self.controllers = ArmControllers(self, self.sim, self.description.joints, self.config.model_path)
+        self.trajectories = TrajectorySubscriber(  # "now" for a trajectory stamped 0: physics time
+            self, self.controllers, self.ranges, counts=self.commands,
+            now_ns=lambda: self.sim.status().tick_index * self.description.control_dt_ns)
+        dt_ns = self.description.control_dt_ns
+        self.run_states = RunStates(self, self.sim, dt_ns)  # every client changes the run state through it
+        self.step_results = StepResults(self, dt_ns)
+        self.run_control = RunControl(self, self.run_states, self.step_results, dt_ns)
+        self.step_requests = StepRequests(self, self.sim, self.run_states, self.step_results, dt_ns, self.ranges)
+        self.sim_api = SimulationInterfaces(self, self.sim, self.run_states,  # the standard API
+                                            self.config.model_path, dt_ns)
+        self.pub_spec = self.create_publisher(String, "~/spec", SPEC_QOS)  # = contract.SPEC_TOPIC
+        self.create_subscription(JointState, contract.JOINT_COMMANDS, self._on_command, COMMAND_QOS)
+        self.diagnostics = SimDiagnostics(self, self.sim, p["diagnostics_period_s"], self._figures)
+        if p["camera_period_s"] > 0 and p["cameras"]:
+            lens = Lens(p["camera_width_px"], p["camera_height_px"], fisheye=p["camera_fisheye"],
+                        source_scale=p["camera_source_scale"])
+            self.cameras = start_cameras(
+                self, self.config.model_path, list(p["cameras"]), lens, p["camera_period_s"],
+                control_dt_ns=self.description.control_dt_ns, hold_physics=self.sim.set_tick_limit,
+                every_frame=self.config.real_time_factor == 0)
+        self._publish_spec()
+        self.ticks.start(self._on_tick, self._on_physics_death)
+        with self.run_states.own("the sim's start") as run:
+            run.start(p["start_paused"], p["seed"])  # scene 0 of the seed's sequence (Physics.scene)
+        self.get_logger().info(
+            f"{len(self.ranges)} joints, physics dt {self.config.physics_dt_s * 1e3:g} ms, control dt "
+            f"{self.description.control_dt_ns * 1e-6:g} ms, real_time_factor "
+            f"{self.config.real_time_factor:g}{', paused' if p['start_paused'] else ''}")
+
+    def _on_tick(self, tick) -> None:
+        self.frames.publish(tick)
+        self.controllers.on_tick(tick)
+        if self.cameras is not None:
+            self.cameras.offer(tick)
+        self.step_results.remember(tick)
+        self.run_states.on_tick(tick)  # last: a blow-up is reported, then waiting answers go out
+
+    def _on_physics_death(self) -> None:
+        reason = f"physics process died ({self.sim.death()}): the sim cannot go on"
+        self.get_logger().fatal(reason)
+        self.request_stop(EXIT_PHYSICS_DIED, reason)
+
+    def _publish_spec(self) -> None:
+        cameras = self.cameras.spec() if self.cameras else ()
+        self.spec = build_spec(self, self.description, model_path=self.config.model_path,
+                               real_time_factor=self.config.real_time_factor, cameras=cameras,
+                               camera_frames=self.cameras.mode if cameras else "", instance=self.instance,
+                               extra_topics={**self.frames.spec_topics(self),
+                                             "joint_trajectory": self.trajectories.spec_topic(),
+                                             "step_request": self.step_requests.spec_topic()},
+                               extra={"tf": self.frames.tf_status, "controllers": self.controllers.spec(),
+                                      "seed": self.params["seed"],  # the sequence the next reset draws from
+                                      "simulation_interfaces": self.sim_api.spec()})
+        self.pub_spec.publish(String(data=self.spec.to_json()))
+
+    def _on_command(self, msg: JointState) -> None:
+        try:
+            targets = validate_command(msg.name, msg.position, msg.velocity, msg.effort, self.ranges)
+        except CommandRejected as exc:
+            self.commands.rejected += 1
+            self.commands.last_rejection = str(exc)
+            self.get_logger().warning(f"command rejected: {exc}")
+            return
+        self.controllers.set_targets(targets)  # preempts a goal for these joints, then to physics
+        self.commands.accepted += 1
+        # The stamp schedules nothing (targets apply at the next tick): far from sim time, warned.
+        self.trajectories.clock.warn_command(contract.header_stamp_ns(msg))
+
+    def _check_parameter(self, name: str, value) -> None:
+        """A live change asked for (range already checked): ValueError refuses the whole batch.
+        Changes nothing: the batch is applied only once every parameter of it passed."""
+        if name == "camera_period_s" and self.cameras is None and value > 0:
+            raise ValueError("cameras were off at start-up (camera_period_s 0 or no cameras): "
+                             "restart the sim with camera_period_s > 0")
+
+    def _admit_parameters(self, names: list[str]):
+        """A batch that changes how the sim steps owns the run state until it is applied: refused
+        (the same reason every client gets) while a simulate_steps goal or a step owns it."""
+        stepping = [n for n in names if n in STEPPING_PARAMETERS]
+        if not stepping:
+            return None
+        try:
+            self._parameter_owner = self.run_states.claim(f"a parameter change ({', '.join(stepping)})")
+        except Busy as exc:
+            raise ValueError(str(exc)) from None
+        return self._parameters_applied
+
+    def _parameters_applied(self) -> None:
+        owner, self._parameter_owner = self._parameter_owner, None
+        if owner is not None:
+            owner.release()
+
+    def _on_parameter(self, name: str, value) -> None:
+        """A live parameter changed: its batch passed _check_parameter and rclpy stored it."""
+        if name in ("real_time_factor", "max_lag_s"):
+            self._parameter_owner.configure(**{name: value})
+            self.config = replace(self.config, **{name: value})
+            self.description = self.sim.describe()  # the scheduling may have changed
+            if name == "real_time_factor" and self.cameras is not None:
+                self.cameras.set_every_frame(value == 0)
+        elif name == "seed":  # the next reset starts this seed's sequence
+            self._parameter_owner.reseed(value)
+        elif name == "camera_period_s":
+            self.cameras.set_period(value)
+        elif name == "diagnostics_period_s":
+            self.diagnostics.set_period(value)
+        self.params[name] = value
+        self._publish_spec()
+
+    def _figures(self) -> dict:
+        cameras = None
+        if self.cameras is not None:
+            cameras = {"frames": self.cameras.mode, "frames_rendered": self.cameras.rendered,
+                       "frames_skipped": self.cameras.skipped, "error": self.cameras.error}
+        return {"commands": self.commands, "published": self.ticks.published,
+                "publish_errors": self.ticks.publish_errors, "cameras": cameras}
+
+    def abandon(self) -> None:
+        self.destroy_node()
+
+    def destroy_node(self):
+        if self.controllers is not None:  # their goals end (aborted) before the physics does
+            self.controllers.close()
+        # Physics first, while the pump still drains its ticks; then the pump, then the cameras.
+        if self.ticks is not None:
+            self.ticks.stopping()
+        for part in (self.sim_api, self.step_requests, self.sim, self.ticks, self.cameras):  # a running action first
+            if part is not None:
+                part.close()
+        if self.ticks is not None and self.ticks.started:
+            self.get_logger().info(f"published {self.ticks.published} ticks "
+                                   f"({self.ticks.publish_errors} publish errors)")
+        return super().destroy_node()
+
+
+def main(args=None) -> int:
+    # The SingleThreadedExecutor: the sim serves services, and once in two CI runs a service
+    # response did not arrive in 10 s under the (experimental) EventsExecutor.
+    return run_node(SimNode, args, errors=(ValueError, RuntimeError, OSError))
+

@@ -1,0 +1,232 @@
+"""robogym_mcp driven by the mcp SDK's own client, over stdio and over streamable HTTP, against
+a real sim process (``python -m robogym_ros.nodes.sim_node``) over real DDS.
+
+What the agent gets is checked against what the sim published, seen by an observer of our
+own: an observation's images are, pixel for pixel, the images the sim published stamped with
+the observation's tick, its joints are that tick's joint_states, and the recorder's image
+check (stamp on the tick grid and on a received joint tick) passes on them."""
+from __future__ import annotations
+
+import asyncio
+import urllib.error
+import urllib.request
+
+import pytest
+
+pytest.importorskip("mcp", reason="mcp is not installed (pip install -e '.[agents]')")
+
+from mcpharness import TOOLS, HttpServer, SimWatcher, http_agent, pixels_digest, run_async, stdio_agent  # noqa: E402
+
+from robogym_ros import checks  # noqa: E402
+from robogym_ros.checks.results import ImageMeta  # noqa: E402
+from robogym_ros.contract import header_stamp_ns  # noqa: E402
+
+TOKEN = "test-token-0123456789abcdef"
+# The server's timeout for these scenarios: generous, as the machine may be loaded (a sim, the
+# server, an observer and other work on two cores); test_mcp_robust.py holds the timeouts to account.
+TIMEOUT = ("--timeout-s", "15")
+
+
+def check_observation(watcher: SimWatcher, spec: dict, data: dict, images: list) -> None:
+    """Three images and 12 joints of one tick, as the sim published them."""
+    dt = spec["control_dt_s"]
+    dt_ns = round(dt * 1e9)
+    assert len(data["joints"]) == 12 and len(images) == 3 and len(data["images"]) == 3
+    assert data["stamp_ns"] == data["tick"] * dt_ns
+    metas = [ImageMeta(**m) for m in data["images"]]
+    result = checks.check_images(metas, dt_ns, joint_stamps_ns=[data["stamp_ns"]],
+                                 expected_sizes={c["name"]: (c["width"], c["height"]) for c in spec["cameras"]})
+    assert result.status == "pass", (result.summary, [f.message for f in result.findings])
+    assert {m.stamp_ns for m in metas} == {data["stamp_ns"]}
+    watcher.wait_for(lambda: watcher.joints_at(data["stamp_ns"]) is not None, 10, "the observed tick at the observer")
+    assert watcher.joints_at(data["stamp_ns"]) == data["joints"]  # the tick's joint_states, bit for bit
+    for meta, rgb in zip(metas, images):
+        key = (meta.camera, meta.stamp_ns)
+        watcher.wait_for(lambda: key in watcher.image_digests, 10, f"{key} at the observer")
+        assert pixels_digest(rgb) == watcher.image_digests[key], f"{meta.camera}: not the image the sim published"
+
+
+async def drive(agent, watcher: SimWatcher) -> None:
+    assert await agent.tool_names() == TOOLS
+    spec, _ = await agent.ok("spec")
+    assert [j["name"] for j in spec["joints"]] == [j["name"] for j in watcher.spec["joints"]]
+    assert len(spec["joints"]) == 12
+    assert [c["name"] for c in spec["cameras"]] == ["left_wrist", "right_wrist", "overhead"]
+    dt_ns = round(spec["control_dt_s"] * 1e9)
+
+    data, images = await agent.ok("observe")
+    check_observation(watcher, spec, data, images)
+    assert data["paused"] is False
+
+    # a bad act: refused naming the joint, nothing sent, nothing changed
+    counts = watcher.diag_values()
+    targets_before = watcher.snapshot(watcher.targets)[-1].position.tolist()
+    for targets, words in (({"left_elbow": 0.3}, "refused, nothing sent: unknown joint 'left_elbow'"),
+                           ({"left_shoulder_pan": 0.2, "left_gripper": 9.0},
+                            "refused, nothing sent: target for 'left_gripper' is 9, outside its range"),
+                           # JSON has no infinity: the client sends null, the tool's schema refuses it
+                           ({"left_shoulder_pan": 0.2, "right_wrist_flex": float("inf")}, "targets.right_wrist_flex")):
+        is_error, text, _, _ = await agent.call("act", targets=targets)
+        assert is_error and words in text, text
+    await asyncio.sleep(1.5)  # a diagnostics period: a command sent would show as accepted or rejected
+    after = watcher.diag_values()
+    assert (after["commands_accepted"], after["commands_rejected"]) == \
+        (counts["commands_accepted"], counts["commands_rejected"]), (counts, after)
+    assert watcher.snapshot(watcher.targets)[-1].position.tolist() == targets_before
+    status, _ = await agent.ok("status")
+    assert "'left_gripper' is 9" in status["server"]["last_refusal"]
+
+    # a good act: the sim holds the target from the next tick on, and the joint moves
+    start = data["joints"]["left_shoulder_pan"]
+    sent, _ = await agent.ok("act", targets={"left_shoulder_pan": 0.6})
+    assert sent["sent"] == {"left_shoulder_pan": 0.6}
+    moved = None
+    for _ in range(50):
+        obs, images = await agent.ok("observe")
+        if obs["joints"]["left_shoulder_pan"] > start + 0.2:
+            moved = obs
+            break
+    assert moved is not None, "left_shoulder_pan did not move toward its new target"
+    assert moved["tick"] > sent["after_tick"]
+    check_observation(watcher, spec, moved, images)
+    watcher.wait_for(lambda: watcher.target_at(moved["stamp_ns"], "left_shoulder_pan") is not None, 10,
+                     "the observed tick's targets at the observer")
+    assert watcher.target_at(moved["stamp_ns"], "left_shoulder_pan") == 0.6
+
+    # a timed move: refused like act, or followed in sim time through the targets in between
+    is_error, text, _, _ = await agent.call("move", targets={"left_wrist_roll": 9.0}, duration_s=0.5)
+    assert is_error and "'left_wrist_roll' is 9, outside its range" in text, text
+    is_error, text, _, _ = await agent.call("move", targets={"left_wrist_roll": 0.4}, duration_s=0.0)
+    assert is_error and "duration_s must be in (0, 60] s" in text, text
+    n_targets = len(watcher.snapshot(watcher.targets))
+    await agent.ok("move", targets={"left_wrist_roll": 0.4}, duration_s=0.5)
+    def roll(msg) -> float:
+        return msg.position[list(msg.name).index("left_wrist_roll")]
+    watcher.wait_for(lambda: roll(watcher.snapshot(watcher.targets)[-1]) == 0.4, 20, "the move's end")
+    path = [roll(m) for m in watcher.snapshot(watcher.targets)[n_targets:]]
+    between = [v for v in path if 0.0 < v < 0.4]
+    assert len(between) >= 40, path  # 0.5 s of sim time at 100 Hz: the targets in between, not a jump
+
+    # pause, step, resume and reset: the sim's own services, the sim's own answers
+    paused, _ = await agent.ok("pause")
+    assert paused["message"] == "paused"
+    watcher.wait_for(lambda: watcher.snapshot(watcher.states)[-1].reason == "pause", 10, "the pause state")
+    pause_state = watcher.snapshot(watcher.states)[-1]
+    assert pause_state.paused
+    last = pause_state.stamp_ns  # the last tick before the pause
+    watcher.wait_for(lambda: watcher.joints_at(last) is not None, 10, "the last tick before the pause")
+    await asyncio.sleep(0.5)
+    stamps = [header_stamp_ns(m) for m in watcher.snapshot(watcher.joint_states)]
+    assert max(stamps) == last  # nothing moves while paused: no tick after it
+    n = len(stamps)
+    stepped, _ = await agent.ok("step", ticks=12)
+    assert stepped["stepped"] == 12 and stepped["message"].startswith(f"stepped to tick {last // dt_ns + 12},")
+    watcher.wait_for(lambda: len(watcher.snapshot(watcher.joint_states)) >= n + 12, 10, "12 stepped ticks")
+    new = [header_stamp_ns(m) for m in watcher.snapshot(watcher.joint_states)[n:]]
+    assert new == [last + k * dt_ns for k in range(1, 13)]  # exactly 12 ticks, one control dt apart
+    obs, images = await agent.ok("observe")  # paused: the last frame tick stepped (frames every 10 ticks)
+    newest = last // dt_ns + 12
+    period_ns = round(spec["cameras"][0]["period_s"] * 1e9)
+    assert obs["paused"] is True and obs["newest_tick"] == newest
+    due = newest * dt_ns // period_ns * period_ns // dt_ns  # the last tick the camera clock made a frame of
+    if obs["tick"] != due:  # only if the sim skipped that frame (renderer still busy) and said so
+        watcher.wait_for(lambda: due * dt_ns in watcher.snapshot(watcher.skipped_frames), 5,
+                         f"a skip report of tick {due}'s frame (observe gave tick {obs['tick']})")
+        assert obs["tick"] < due and obs["tick"] * dt_ns % period_ns == 0, obs["tick"]
+    check_observation(watcher, spec, obs, images)
+    is_error, text, _, _ = await agent.call("step", ticks=0)
+    assert is_error and "ticks must be a whole number in 1..1000" in text
+
+    reset, _ = await agent.ok("reset", seed=3)
+    assert reset["seed"] == 3 and reset["scene"] == 1 and reset["message"].startswith("reset, paused; tick ")
+    watcher.wait_for(lambda: watcher.snapshot(watcher.states)[-1].reason == "reset", 10, "the reset state")
+    state = watcher.snapshot(watcher.states)[-1]
+    assert state.paused and (state.seed, state.scene) == (3, 1) and state.stamp_ns == reset["tick"] * dt_ns
+    resumed, _ = await agent.ok("resume")
+    assert resumed["message"] == "running"
+    watcher.wait_for(lambda: watcher.snapshot(watcher.states)[-1].reason == "resume", 10, "the resume state")
+    is_error, text, _, _ = await agent.call("step")
+    assert is_error and "the sim refused step: step is only allowed while paused" in text
+    obs, images = await agent.ok("observe")
+    assert obs["tick"] > reset["tick"] and not obs.get("before_last_reset")
+    check_observation(watcher, spec, obs, images)
+
+
+@pytest.mark.long
+def test_an_agent_drives_a_real_sim_over_stdio(make_sim):
+    _sim, watcher = make_sim(SimWatcher)
+
+    async def scenario():
+        async with stdio_agent(watcher.namespace, *TIMEOUT) as agent:
+            await drive(agent, watcher)
+    run_async(scenario)
+
+
+@pytest.mark.long
+def test_an_agent_drives_a_real_sim_over_http_and_a_request_without_the_token_is_refused(make_sim):
+    _sim, watcher = make_sim(SimWatcher)
+    server = HttpServer(watcher.namespace, *TIMEOUT, token=TOKEN)
+    try:
+        assert "bearer token required" in server.output()
+        body = b'{"jsonrpc": "2.0", "id": 1, "method": "tools/list"}'
+        for headers in ({}, {"Authorization": "Bearer not-the-token-at-all"}):
+            request = urllib.request.Request(server.url, data=body, method="POST", headers={
+                "Content-Type": "application/json", "Accept": "application/json, text/event-stream", **headers})
+            with pytest.raises(urllib.error.HTTPError) as refused:
+                urllib.request.urlopen(request, timeout=10)
+            assert refused.value.code == 401
+
+        async def scenario():
+            async with http_agent(server.url, TOKEN) as agent:
+                await drive(agent, watcher)
+        run_async(scenario)
+    finally:
+        assert server.stop() == 0, server.text
+
+
+def test_observe_while_paused_waits_for_the_frame_of_a_stepped_tick(make_sim):
+    """A sim started paused publishes nothing: observe says so (and what to do) at once; after a
+    step past a frame tick it returns that tick's frames, not an error, though they come some
+    ms after the tick."""
+    _sim, watcher = make_sim(SimWatcher, start_paused=True)
+
+    async def scenario():
+        async with stdio_agent(watcher.namespace, *TIMEOUT) as agent:
+            is_error, text, _, took = await agent.call("observe")
+            assert is_error and "is paused at tick 0" in text and "step it" in text and took < 3.0, text
+            for _ in range(3):
+                await agent.ok("step", ticks=10)
+                data, images = await agent.ok("observe")
+                spec, _ = await agent.ok("spec")
+                check_observation(watcher, spec, data, images)
+                assert data["tick"] == data["newest_tick"]  # ticks 10, 20, 30 are frame ticks
+    run_async(scenario)
+
+
+def test_the_watcher_keeps_the_sims_skip_reports_and_keeps_watching(ros):
+    """The harness's own check: test_mcp's frame rule leans on ``SimWatcher.skipped_frames``. A
+    skip report (published as the sim publishes it) is kept by its stamp, and the watcher's
+    executor lives on to take the next run state (a callback that raised would end its spin)."""
+    import rclpy
+    from simharness import new_namespace, wait_for
+    from std_msgs.msg import Header, String
+
+    from robogym_ros import contract
+    from robogym_ros.ros import qos
+    from robogym_ros.ros.stamps import stamp_msg
+
+    namespace = new_namespace("watch")
+    watcher = SimWatcher(namespace)
+    node = rclpy.create_node("stand_in_sim", namespace=f"/{namespace}")
+    try:
+        skips = node.create_publisher(Header, contract.CAMERA_SKIPS_TOPIC, qos.STREAM_QOS)
+        states = node.create_publisher(String, contract.STATE_TOPIC, qos.STATE_QOS)
+        wait_for(lambda: skips.get_subscription_count() >= 1 and states.get_subscription_count() >= 1, 10,
+                 "the watcher's subscriptions")
+        skips.publish(Header(stamp=stamp_msg(3_900_000_000), frame_id="left_wrist,right_wrist,overhead"))
+        watcher.wait_for(lambda: watcher.snapshot(watcher.skipped_frames) == [3_900_000_000], 10, "the skip report")
+        states.publish(String(data=contract.RunState(paused=True, stamp_ns=3_910_000_000, reason="step").to_json()))
+        watcher.wait_for(lambda: len(watcher.snapshot(watcher.states)) == 1, 10, "the next run state")
+    finally:
+        watcher.close()
+        node.destroy_node()

@@ -1,0 +1,135 @@
+"""robogym_mcp when the sim is not there, dies, or comes back, and with two agents on one sim.
+
+Every call answers within the server's stated timeout (``--timeout-s``) with what it waited
+for, never a hang; the server keeps serving through it, says a sim that stopped is gone, and
+picks the sim up again when a new one starts in the namespace. Two agents on one sim see one
+world: the same ticks, each other's pause, and for a joint both command, the later command's
+target."""
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+
+import pytest
+
+pytest.importorskip("mcp", reason="mcp is not installed (pip install -e '.[agents]')")
+
+from mcpharness import SimWatcher, run_async, stdio_agent  # noqa: E402
+from simharness import new_namespace, start_sim  # noqa: E402
+
+TIMEOUT_S = 2.0
+SLACK_S = 2.5  # a loaded 2-core machine: the call's own work and the MCP round trip on top
+CALLS = {"spec": {}, "observe": {}, "act": {"targets": {"left_gripper": 0.5}},
+         "move": {"targets": {"left_gripper": 0.5}, "duration_s": 1.0}, "pause": {}, "resume": {},
+         "step": {"ticks": 3}, "reset": {"seed": 1}, "status": {}}
+
+
+async def every_call_answers_in_time(agent, words: dict[str, str]) -> None:
+    """Every tool errs within the timeout, its text naming what it waited for."""
+    for name, arguments in CALLS.items():
+        is_error, text, _, took = await agent.call(name, **arguments)
+        assert is_error, f"{name}: {text}"
+        assert took < TIMEOUT_S + SLACK_S, f"{name} took {took:.1f} s: {text}"
+        assert words.get(name, words["*"]) in text, f"{name}: {text}"
+
+
+async def picked_up(agent, before: dict | None) -> dict:
+    """The spec of a sim that just started, as soon as discovery brings it to the server (every
+    call answering in time meanwhile), and an observation of it."""
+    for _ in range(60):
+        is_error, spec, _, took = await agent.call("spec")
+        assert took < TIMEOUT_S + SLACK_S, (took, spec)
+        if not is_error and (before is None or spec["sim_instance"] != before["sim_instance"]):
+            break
+        await asyncio.sleep(0.5)
+    assert not is_error and (before is None or spec["sim_instance"] != before["sim_instance"]), spec
+    data, images = await agent.ok("observe")
+    assert len(images) == 3 and len(data["joints"]) == 12
+    return spec
+
+
+@pytest.mark.long
+def test_no_sim_a_sim_that_stops_one_that_dies_and_one_that_returns(tmp_path, ros):
+    namespace = new_namespace("mcp")
+
+    async def scenario():
+        async with stdio_agent(namespace, "--timeout-s", str(TIMEOUT_S)) as agent:
+            # no sim at all: each call says so within the timeout
+            await every_call_answers_in_time(agent, {
+                "*": f"no sim in /{namespace}: waited 2 s for its latched spec on /{namespace}/robogym_sim/spec",
+                "pause": f"/{namespace}/robogym_sim/pause service did not appear within 2 s",
+                "resume": f"/{namespace}/robogym_sim/resume service did not appear within 2 s",
+                "step": f"/{namespace}/robogym_sim/step service did not appear within 2 s",
+                "reset": f"/{namespace}/robogym_sim/set_parameters service did not appear within 2 s"})
+
+            # a sim starts: picked up, without a restart of the server
+            sim, watcher = await asyncio.to_thread(start_sim, namespace, tmp_path, SimWatcher)
+            first = await picked_up(agent, None)
+
+            # it stops cleanly: it leaves the ROS graph at once, and its kept spec is not served as alive
+            watcher.close()
+            assert await asyncio.to_thread(sim.stop) == 0, sim.output()
+            await asyncio.sleep(1.0)
+            for name in ("spec", "observe"):
+                is_error, text, _, took = await agent.call(name)
+                assert is_error and took < TIMEOUT_S + SLACK_S, (name, took, text)
+                assert f"the sim in /{namespace} is gone: no publisher of /{namespace}/robogym_sim/spec" in text, text
+
+            # another starts, and dies (SIGKILL: no goodbye on the ROS graph): every call still answers in time
+            sim, watcher = await asyncio.to_thread(start_sim, namespace, tmp_path, SimWatcher)
+            second = await picked_up(agent, first)
+            os.kill(sim.proc.pid, signal.SIGKILL)
+            await asyncio.to_thread(sim.proc.wait, 10)
+            watcher.close()
+            sim.log.close()
+            is_error, text, _, took = await agent.call("observe")
+            assert is_error and took < TIMEOUT_S + SLACK_S, (took, text)
+            assert "waited 2 s for a new tick with all 3 camera frames" in text and "the last joint tick came" in text
+            for name in ("pause", "step", "status", "act", "spec"):
+                is_error, text, _, took = await agent.call(name, **CALLS[name])
+                assert took < TIMEOUT_S + SLACK_S, f"{name} took {took:.1f} s: {text}"
+
+            # a third in the namespace: picked up again; its ticks, not the dead one's
+            sim, watcher = await asyncio.to_thread(start_sim, namespace, tmp_path, SimWatcher)
+            try:
+                await picked_up(agent, second)
+                status, _ = await agent.ok("status")
+                assert status["server"]["sims_seen"] == 3 and status["sim_present"] is True
+            finally:
+                watcher.close()
+                assert await asyncio.to_thread(sim.stop) == 0, sim.output()
+    run_async(scenario)
+
+
+def test_two_agents_on_one_sim_see_one_world_and_the_later_command_wins(make_sim):
+    _sim, watcher = make_sim(SimWatcher)
+
+    async def scenario():
+        async with stdio_agent(watcher.namespace, "--timeout-s", "15") as a, \
+                stdio_agent(watcher.namespace, "--timeout-s", "15") as b:
+            for agent in (a, b):  # both have seen the sim run (a paused sim publishes nothing to see)
+                await agent.ok("observe")
+            await a.ok("pause")
+            for _ in range(50):  # A's pause reaches B's server on the sim's run-state topic, ms later
+                seen_by_b, _ = await b.ok("observe")
+                if seen_by_b["paused"]:
+                    break
+                await asyncio.sleep(0.1)
+            assert seen_by_b["paused"] is True  # A's pause is B's pause
+            a_obs, _ = await a.ok("observe")
+            # one world: the same tick for both
+            assert (a_obs["tick"], a_obs["newest_tick"]) == (seen_by_b["tick"], seen_by_b["newest_tick"])
+            await a.ok("act", targets={"left_shoulder_pan": 0.5, "right_gripper": 1.0})
+            await asyncio.sleep(0.5)  # both commands are in before the next tick
+            await b.ok("act", targets={"left_shoulder_pan": -0.5})
+            await asyncio.sleep(0.5)
+            stepped, _ = await b.ok("step", ticks=1)
+            tick_ns = stepped["tick"] * round(watcher.spec["control_dt_s"] * 1e9)
+            watcher.wait_for(lambda: watcher.target_at(tick_ns, "left_shoulder_pan") is not None, 10, "the targets")
+            assert watcher.target_at(tick_ns, "left_shoulder_pan") == -0.5  # B's, the later
+            assert watcher.target_at(tick_ns, "right_gripper") == 1.0  # A's: B did not name it
+            await b.ok("resume")
+            status_a, _ = await a.ok("status")
+            assert status_a["run_state"]["paused"] is False  # B's resume is A's resume
+    run_async(scenario)
