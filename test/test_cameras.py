@@ -6,6 +6,7 @@ Every sim here renders at 320x240 or smaller. Figures quoted in comments were me
 from __future__ import annotations
 
 import itertools
+import json
 import os
 import threading
 import time
@@ -23,7 +24,7 @@ from simharness import Observer, SimProcessUnderTest, new_namespace, start_sim  
 
 from robogym_ros.camera.renderer import camera_pose_optical, is_software_gl  # noqa: E402
 from robogym_ros.nodes.sim_node.node import SimNode  # noqa: E402
-from robogym_ros.params import DEFAULT_CAMERAS  # noqa: E402
+from robogym_ros.params import DEFAULT_CAMERAS, default  # noqa: E402
 from robogym_ros.ros import qos
 from robogym_ros.ros import stamps as ros_stamps  # noqa: E402
 from robogym_ros.sim.physics import default_model_path  # noqa: E402
@@ -523,7 +524,8 @@ def test_a_too_fast_camera_skips_frames_and_leaves_physics_alone(make_cam_sim):
                  10, "a first rtf in diagnostics")
     base = obs.diag_values()
     counts = {c: len(obs.frames(c)) for c in DEFAULT_CAMERAS}
-    time.sleep(3.2)
+    window_wall_s = 3.2
+    time.sleep(window_wall_s)
     end = obs.diag_values()
 
     def delta(key):
@@ -539,12 +541,33 @@ def test_a_too_fast_camera_skips_frames_and_leaves_physics_alone(make_cam_sim):
     # to the window's first frame: the age a queue would add.
     delays = {c: np.ptp(obs.snapshot(obs.arrival_minus_stamp_s[c])[counts[c]:])
               for c in DEFAULT_CAMERAS}
+    max_lateness_s = float(end["max_lateness_s"])
+    decades = [b - a for a, b in zip(json.loads(base["lateness_histogram"])["counts"],
+                                     json.loads(end["lateness_histogram"])["counts"])]
     print(f"over {ticks} ticks: rendered {rendered}, skipped {skipped}, arrived {arrived}, "
-          f"late steps {late} of {steps} (max lateness {end['max_lateness_s']} s), rtf {rtf:.4f}, "
-          f"arrival delay spread {[round(v, 3) for v in delays.values()]} s")
+          f"late steps {late} of {steps} (by lateness <10us/<100us/<1ms/<10ms/more: {decades}; "
+          f"max {max_lateness_s * 1e3:.1f} ms; physics {obs.spec['physics_scheduling']!r}), "
+          f"rtf {rtf:.4f}, arrival delay spread {[round(v, 3) for v in delays.values()]} s")
     assert end["camera_error"] == ""
     # Measured 30..114 frames in the window; 6 once, with another session's tests at 100 % CPU.
     assert rendered >= 3 and all(n >= 3 for n in arrived.values()), "frames stopped"
+    # Physics in its own process keeps its pace: the cameras never make it wait. Physics made to
+    # wait for the cameras covers less sim time than the wall time that passed. Measured with the
+    # fault injected: held to each frame's tick as at real_time_factor 0, 0.41 sim s in the window
+    # (rtf 0.13); the pump rendering before it reads the next tick, so that physics blocks on a
+    # full tick pipe, 0.03..0.41 sim s (and diagnostics went stale: their rtf read 1.0..1.19, so
+    # the window is judged by this test's own clock). Without a fault: 3.0. The two diagnostics
+    # bounding the window are up to one period older than the wall instants they were read at.
+    period_s = default("diagnostics_period_s")
+    sim_span_s = float(end["sim_time_s"]) - float(base["sim_time_s"])
+    assert sim_span_s >= window_wall_s - period_s - 0.3, (
+        f"{sim_span_s:.2f} sim s in {window_wall_s} wall s: physics waited for the cameras")
+    assert rtf == pytest.approx(1.0, abs=0.02)
+    # Late steps (begun > 1 physics dt after the deadline) are printed, not bounded: they are the
+    # machine's, not the cameras'. Neither fault above made a step late (max lateness 0.4 ms:
+    # a held or blocked physics restarts its schedule), and the count follows the machine:
+    # 0..12 of 1500 here, quiet or beside CPU burners, at SCHED_FIFO or nice -10, but 76 (all
+    # under 10 ms) on a CI machine whose two cores the renderer kept busy.
     # Every due frame (here: every tick) is rendered or counted skipped; two may be in flight.
     assert abs(int(end["ticks_published"]) - int(end["camera_frames_rendered"])
                - int(end["camera_frames_skipped"])) <= 3
@@ -555,13 +578,6 @@ def test_a_too_fast_camera_skips_frames_and_leaves_physics_alone(make_cam_sim):
     bound_s = 3 * window_s / rendered + 0.3
     assert bound_s < 0.75 * window_s, "too few frames to tell a queue from slow rendering"
     assert all(v < bound_s for v in delays.values()), (delays, bound_s)
-    # Physics in its own process keeps its pace. A late step begins > 1 physics dt after its
-    # deadline. Measured: 0 of 1500 in most runs, 8 (one 15 ms stall) once under load average
-    # 4 with other sessions' sims, whose physics is SCHED_FIFO too. Allow 2 % (a 60 ms stall in
-    # all); physics held up by the cameras (say, blocked on a full tick pipe) stalls for
-    # hundreds of ms and drags the real-time factor down with it.
-    assert late <= steps // 50, f"{late} late steps of {steps}"
-    assert rtf == pytest.approx(1.0, abs=0.02)
     # A frame costs >= 4 ticks here (scale chosen above): ~75 % skipped; > 25 % leaves 3x for
     # the machine's speed to change between the measurement and the window. Measured: at scale
     # 1.0, 186..271 skipped of 300 on a slow llvmpipe, 52..58 on a fast one (which failed here);
