@@ -49,6 +49,18 @@ async def picked_up(agent, before: dict | None) -> dict:
     return spec
 
 
+async def seen_by(agent, name: str, predicate, tries: int = 50, period_s: float = 0.1) -> dict:
+    """The answer of ``name`` once ``predicate`` holds for it, or the last answer after ``tries``:
+    another agent's pause or resume reaches this agent's server on the sim's run-state topic, a
+    few ms after the sim answered the other agent."""
+    for _ in range(tries):
+        data, _ = await agent.ok(name)
+        if predicate(data):
+            break
+        await asyncio.sleep(period_s)
+    return data
+
+
 @pytest.mark.long
 def test_no_sim_a_sim_that_stops_one_that_dies_and_one_that_returns(tmp_path, ros):
     namespace = new_namespace("mcp")
@@ -111,11 +123,8 @@ def test_two_agents_on_one_sim_see_one_world_and_the_later_command_wins(make_sim
             for agent in (a, b):  # both have seen the sim run (a paused sim publishes nothing to see)
                 await agent.ok("observe")
             await a.ok("pause")
-            for _ in range(50):  # A's pause reaches B's server on the sim's run-state topic, ms later
-                seen_by_b, _ = await b.ok("observe")
-                if seen_by_b["paused"]:
-                    break
-                await asyncio.sleep(0.1)
+            # A's pause reaches B's server on the sim's run-state topic, ms later
+            seen_by_b = await seen_by(b, "observe", lambda data: data["paused"])
             assert seen_by_b["paused"] is True  # A's pause is B's pause
             a_obs, _ = await a.ok("observe")
             # one world: the same tick for both
@@ -130,6 +139,7 @@ def test_two_agents_on_one_sim_see_one_world_and_the_later_command_wins(make_sim
             assert watcher.target_at(tick_ns, "left_shoulder_pan") == -0.5  # B's, the later
             assert watcher.target_at(tick_ns, "right_gripper") == 1.0  # A's: B did not name it
             await b.ok("resume")
-            status_a, _ = await a.ok("status")
+            # B's resume reaches A's server the same way (its status is what that server last heard)
+            status_a = await seen_by(a, "status", lambda data: data["run_state"]["paused"] is False)
             assert status_a["run_state"]["paused"] is False  # B's resume is A's resume
     run_async(scenario)
