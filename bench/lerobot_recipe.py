@@ -7,13 +7,12 @@ on held-out seeds; prints each command, its wall time, the training loss curve a
 Runs in the venv `./dev lerobot` made (LeRobot and the env plugin next to the sim). The steps are the
 README's commands ("Train and evaluate with LeRobot"), with its defaults:
 
-1. ``python -m robogym_ros.export.lerobot --rollouts N`` (the scripted expert, seeds 0 .. N-1, with
-   ``observation.environment_state``); episodes the expert did not finish are left out;
-2. ``lerobot-edit-dataset ... remove_feature`` drops the camera (a state policy reads no images, and
-   decoding video would cost most of the training time);
-3. ``lerobot-train --policy.type=act`` sized for a few CPU cores (no VAE, one thread: the training
+1. ``python -m robogym_ros.export.lerobot --rollouts N --no-cameras`` (the scripted expert, seeds
+   0 .. N-1, with ``observation.environment_state``; a state policy reads no images, so none is
+   rendered); episodes the expert did not finish are left out;
+2. ``lerobot-train --policy.type=act`` sized for a few CPU cores (no VAE, one thread: the training
    loop and its data loading share the cores);
-4. ``lerobot-eval --env.type=robogym_handover`` with temporal ensembling on ``--eval-episodes`` seeds
+3. ``lerobot-eval --env.type=robogym_handover`` with temporal ensembling on ``--eval-episodes`` seeds
    from ``--eval-seed`` (far from the demonstrations' seeds), and the same seeds run once by the
    scripted expert through LeRobot's own rollout, the reference the trained policy stands beside.
 
@@ -64,9 +63,9 @@ def train_command(args, dataset: Path, train: Path) -> list[str]:
             f"--policy.n_encoder_layers={args.encoder_layers}", "--policy.use_vae=false",
             f"--policy.chunk_size={args.chunk_size}", f"--policy.n_action_steps={args.chunk_size}",
             f"--policy.optimizer_lr={args.lr}",
-            # the environment state normalised like the joints (LeRobot leaves the ENV type unnormalised)
-            '--policy.normalization_mapping={"VISUAL": "MEAN_STD", "STATE": "MEAN_STD", "ENV": "MEAN_STD", '
-            '"ACTION": "MEAN_STD"}',
+            # LeRobot leaves the ENV type unnormalised by default: see --env-normalization
+            '--policy.normalization_mapping={"VISUAL": "MEAN_STD", "STATE": "MEAN_STD", '
+            f'"ENV": "{args.env_normalization}", "ACTION": "MEAN_STD"}}',
             f"--batch_size={args.batch_size}", f"--steps={args.steps}", f"--log_freq={args.log_freq}",
             f"--save_freq={args.save_freq or args.steps}", "--num_workers=0", "--wandb.enable=false",
             f"--seed={args.train_seed}", f"--output_dir={train}"]
@@ -112,13 +111,17 @@ def main(argv=None) -> int:
     p.add_argument("--out", type=Path, required=True, help="where datasets, checkpoints and logs go (not git)")
     p.add_argument("--fresh", action="store_true", help="remove --out first")
     p.add_argument("--demos", type=int, default=200, help="expert rollouts exported (seeds 0 .. N-1)")
-    p.add_argument("--steps", type=int, default=8000, help="lerobot-train steps")
+    p.add_argument("--steps", type=int, default=6000, help="lerobot-train steps")
     p.add_argument("--batch-size", type=int, default=32)
     p.add_argument("--lr", type=float, default=1e-4)
-    p.add_argument("--dim-model", type=int, default=128)
+    p.add_argument("--dim-model", type=int, default=256)
     p.add_argument("--n-heads", type=int, default=4)
-    p.add_argument("--dim-feedforward", type=int, default=512)
-    p.add_argument("--encoder-layers", type=int, default=2)
+    p.add_argument("--dim-feedforward", type=int, default=1024)
+    p.add_argument("--encoder-layers", type=int, default=4)
+    p.add_argument("--env-normalization", default="MEAN_STD", choices=["MEAN_STD", "MIN_MAX", "IDENTITY"], help=(
+        "how the environment state is normalised: MEAN_STD like the joints (the README's recipe); IDENTITY, "
+        "LeRobot's default for it, leaves metres and quaternions as they are; MIN_MAX maps the demonstrations' "
+        "range to -1..1 (see the README for what each reached)"))
     p.add_argument("--chunk-size", type=int, default=25, help="actions per chunk (25 = 1 s)")
     p.add_argument("--log-freq", type=int, default=250)
     p.add_argument("--save-freq", type=int, help="checkpoint every this many steps (default: at --steps only)")
@@ -132,20 +135,14 @@ def main(argv=None) -> int:
     if args.fresh:
         shutil.rmtree(args.out, ignore_errors=True)
     args.out.mkdir(parents=True, exist_ok=True)
-    demos, state, train = args.out / "demos", args.out / "demos_state", args.out / "train"
+    state, train = args.out / "demos_state", args.out / "train"
     threads = {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}  # more threads than cores: slower, not faster
     figures = {}
 
     if not state.exists():
-        if not demos.exists():
-            export = [sys.executable, "-m", "robogym_ros.export.lerobot", "--rollouts", str(args.demos), "--out",
-                      str(demos), "--task", TASK, "--environment-state", "--only-success"]
-            figures["export_s"] = run(export, args.out / "export.log")
-        figures["remove_images_s"] = run(
-            [str(BIN / "lerobot-edit-dataset"), "--repo_id", "robogym_ros/demos", "--root", str(demos),
-             "--new_repo_id", "robogym_ros/demos_state", "--new_root", str(state), "--operation.type",
-             "remove_feature", "--operation.feature_names", "['observation.images.overhead']"],
-            args.out / "remove_images.log")
+        export = [sys.executable, "-m", "robogym_ros.export.lerobot", "--rollouts", str(args.demos), "--out",
+                  str(state), "--task", TASK, "--environment-state", "--only-success", "--no-cameras"]
+        figures["export_s"] = run(export, args.out / "export.log")
     info = json.loads((state / "meta" / "info.json").read_text())
     print(f"dataset: {info['total_episodes']} episodes, {info['total_frames']} frames, features "
           f"{sorted(k for k in info['features'] if k.startswith(('observation', 'action')))}")

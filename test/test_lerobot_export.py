@@ -405,6 +405,31 @@ def test_a_rollouts_dataset_replays_exactly_and_ends_with_the_block_released_in_
     assert "success held 1.00 s at the end, not 3 s" in capsys.readouterr().out
 
 
+def test_a_state_only_rollouts_dataset_has_no_video_and_the_same_state_and_action(tmp_path, capsys):
+    """--no-cameras: nothing rendered, no image feature, no video; the frames' state, action and
+    environment state are those of the same seed's export with a camera (the camera changes nothing)."""
+    pytest.importorskip("lerobot", reason=lerobot_reason)
+    from robogym_ros.export.dataset import ENVIRONMENT_STATE, IMAGE_PREFIX
+    from robogym_ros.export.lerobot import EXIT_USAGE, main
+    common = ["--rollouts", "1", "--seed", "4", "--policy", "sweep", "--max-steps", "10", "--task", "t",
+              "--environment-state"]
+    assert main([*common, "--out", str(tmp_path / "state"), "--no-cameras"]) == 0
+    assert "cameras none" in capsys.readouterr().out
+    assert main([*common, "--out", str(tmp_path / "pixels")]) == 0
+    state, state_rows = _rows(tmp_path / "state")
+    pixels, pixels_rows = _rows(tmp_path / "pixels")
+    assert not [k for k in state.features if k.startswith(IMAGE_PREFIX)] and not state.meta.video_keys
+    assert not list((tmp_path / "state").rglob("*.mp4")) and list((tmp_path / "pixels").rglob("*.mp4"))
+    assert len(state) == len(pixels) == 10
+    for key in ("observation.state", "action", ENVIRONMENT_STATE, "sim_stamp_ns"):
+        assert np.array_equal(state_rows[key], pixels_rows[key]), key
+    # a bag's frames are its camera frames: --no-cameras is refused there, nothing written
+    capsys.readouterr()
+    assert main(["--bag", str(tmp_path / "any"), "--out", str(tmp_path / "b"), "--task", "t", "--no-cameras"]) \
+        == EXIT_USAGE
+    assert "--no-cameras is for --rollouts" in capsys.readouterr().err and not (tmp_path / "b").exists()
+
+
 # ----------------------------------------------------------------------------- a bag from the real recorder
 
 def _ros_python() -> str | None:

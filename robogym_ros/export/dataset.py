@@ -7,7 +7,9 @@ Features are named as LeRobot names them for its dual SO-101 follower (``bi_so_f
 real robot's calibrated range. Optional ``observation.environment_state`` (LeRobot's name for
 privileged state, as PushT's keypoints): 14 float32, the block's then the tray's pose, each
 x y z qw qx qy qz (contract.POSE_LAYOUT; m, unit quaternion), named ``block.x`` ... ``tray.qz``.
-``lerobot`` is imported only when a writer is made: it is an optional extra (``pip install .[lerobot]``).
+A dataset without cameras (state, action and the environment state only: what a state policy
+trains on) holds no video. ``lerobot`` is imported only when a writer is made: it is an optional
+extra (``pip install .[lerobot]``).
 """
 from __future__ import annotations
 
@@ -89,8 +91,6 @@ class DatasetWriter:
             raise ValueError(f"fps must be a positive integer (LeRobot's frame rate), got {fps!r}")
         if not isinstance(task, str) or not task.strip():
             raise ValueError("task must be a non-empty string (LeRobot's task description)")
-        if not camera_sizes:
-            raise ValueError("no camera to export: a frame needs at least one image")
         LeRobotDataset = import_lerobot()
         self.out = out
         self.fps = fps
@@ -105,7 +105,7 @@ class DatasetWriter:
         self._in_episode = 0
         self._dataset = LeRobotDataset.create(self.repo_id, fps, features(
             joint_names, camera_sizes, environment_state=self.environment_state, seeds=self.seeds), root=out,
-            robot_type=ROBOT_TYPE, use_videos=True,
+            robot_type=ROBOT_TYPE, use_videos=bool(self.cameras),
             video_backend="pyav")  # a writer decodes nothing; this skips probing torchcodec's FFmpeg
 
     def add(self, stamp_ns: int, state: np.ndarray, action: np.ndarray, images: Mapping[str, np.ndarray], *,

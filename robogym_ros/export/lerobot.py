@@ -29,7 +29,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", required=True, help="the dataset folder to create (must not exist)")
     p.add_argument("--task", required=True, help="the task description stored with every frame")
     p.add_argument("--repo-id", help="the dataset's repo id in its metadata (default robogym_ros/<out name>)")
-    p.add_argument("--cameras", nargs="+", help="cameras to export (default: bag: all recorded; rollouts: overhead)")
+    views = p.add_mutually_exclusive_group()
+    views.add_argument("--cameras", nargs="+",
+                       help="cameras to export (default: bag: all recorded; rollouts: overhead)")
+    views.add_argument("--no-cameras", action="store_true", help=(
+        "rollouts: no camera, no video (state, action and, with --environment-state, the objects' poses: what a "
+        "state policy trains on; nothing is rendered, so it is several times faster)"))
     p.add_argument("--keep-partial", action="store_true",
                    help="bag: keep the episode that began before the recording started")
     p.add_argument("--skip-gaps", action="store_true",
@@ -59,6 +64,9 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_USAGE
     if not args.task.strip():
         print("error: --task must not be empty", file=sys.stderr)
+        return EXIT_USAGE
+    if args.no_cameras and args.bag is not None:
+        print("error: --no-cameras is for --rollouts: a bag's frames are its camera frames", file=sys.stderr)
         return EXIT_USAGE
     try:
         import lerobot  # noqa: F401 - fail before reading a long bag
@@ -95,7 +103,8 @@ def _from_bag(args: argparse.Namespace, out: Path) -> int:
 def _from_rollouts(args: argparse.Namespace, out: Path) -> int:
     from robogym_ros.export.rollouts import policy_factory, write_rollouts
     factory = policy_factory(args.policy)
-    cameras = args.cameras or ["overhead"]
+    cameras = [] if args.no_cameras else args.cameras or ["overhead"]
+
     def report(episode) -> None:
         left_out = args.only_success and episode.outcome != "success"
         first = f" (placed at step {episode.first_success_step})" if episode.first_success_step else ""
@@ -113,7 +122,7 @@ def _from_rollouts(args: argparse.Namespace, out: Path) -> int:
 
 def _summary(writer, fps: int, cameras: list[str]) -> None:
     print(f"dataset: {writer.out} ({writer.n_episodes} episodes, {writer.n_frames} frames at {fps} fps, cameras "
-          f"{', '.join(cameras)}); load it with LeRobotDataset('{writer.repo_id}', root='{writer.out}')")
+          f"{', '.join(cameras) or 'none'}); load it with LeRobotDataset('{writer.repo_id}', root='{writer.out}')")
 
 
 if __name__ == "__main__":
