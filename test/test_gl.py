@@ -33,3 +33,21 @@ def test_the_sim_node_renders_without_a_display_or_a_choice():
     assert done.returncode == 0, done.stderr[-2000:]
     gl, *_, brightest = done.stdout.split()
     assert gl == "egl" and int(brightest) > 0, done.stdout
+
+
+def test_lerobot_evals_env_renders_without_a_display_or_a_choice():
+    """The env as `lerobot-eval` makes it on a headless machine (its videos render the overhead
+    camera): no MUJOCO_GL, no DISPLAY. The env imports mujoco through the physics before any
+    camera, so the choice has to come with `robogym_ros.envs` (it failed: "gladLoadGL error")."""
+    env = {k: v for k, v in os.environ.items() if k not in ("MUJOCO_GL", "DISPLAY", "WAYLAND_DISPLAY")}
+    code = "\n".join([
+        "import os, gymnasium as gym, robogym_ros.envs",
+        "env = gym.make(robogym_ros.envs.LEROBOT_ENV_ID, obs_type='environment_state_agent_pos',",
+        "               render_mode='rgb_array')",
+        "env.reset(seed=0)",
+        "image = env.render()",
+        "print(os.environ['MUJOCO_GL'], image.shape, int(image.max()))"])
+    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    gl, *_, brightest = done.stdout.split()
+    assert gl == "egl" and int(brightest) > 0, done.stdout

@@ -2,8 +2,6 @@
 
 Importing this package chooses EGL for MuJoCo when nothing is chosen and there is no display
 (robogym_ros.camera.gl): MuJoCo reads MUJOCO_GL once, when it is first imported, and the
-sim node and the env import their cameras before anything imports mujoco.
+sim node imports its cameras, and the env package robogym_ros.camera.gl, before anything imports mujoco.
 """
-from robogym_ros.camera.gl import headless_default
-
-headless_default()
+from robogym_ros.camera.gl import headless_default  # noqa: F401  (importing it chooses)

@@ -17,3 +17,6 @@ def headless_default(environ: MutableMapping[str, str] = os.environ) -> str | No
         return None
     environ["MUJOCO_GL"] = "egl"
     return "egl"
+
+
+headless_default()  # on import: whoever imports this module first chooses before mujoco loads

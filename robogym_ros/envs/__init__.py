@@ -12,6 +12,10 @@ from __future__ import annotations
 
 import gymnasium
 
+# MuJoCo reads MUJOCO_GL once, when first imported, and the env imports it (through the physics)
+# before any camera: the headless choice (EGL) must be made here, or an env that renders on a
+# machine without a display (lerobot-eval's videos) fails with "gladLoadGL error".
+import robogym_ros.camera.gl  # noqa: F401,I001  (chooses EGL when nothing is chosen and no display)
 from robogym_ros.envs.handover import DEFAULT_MAX_EPISODE_STEPS, MODES, HandoverEnv
 from robogym_ros.envs.her import STRATEGIES, HerReplay, relabel
 
