@@ -24,7 +24,7 @@ setup(
     name=PACKAGE,
     version="0.1.0",
     packages=find_packages(exclude=["test", "test.*"]),
-    package_data={f"{PACKAGE}.sim": ["models/*.xml"]},
+    package_data={f"{PACKAGE}.task": ["models/*.xml"]},
     data_files=[
         ("share/ament_index/resource_index/packages", [f"resource/{PACKAGE}"]),
         (f"share/{PACKAGE}", ["package.xml"]),
@@ -56,12 +56,12 @@ setup(
     tests_require=["pytest"],
     entry_points={
         "console_scripts": [
-            "robogym_sim = robogym_ros.nodes.entry:sim",
-            "robogym_recorder = robogym_ros.nodes.entry:recorder",
-            "robogym_motion = robogym_ros.nodes.entry:motion",
-            "robogym_expert = robogym_ros.nodes.entry:expert",
-            "robogym_mcp = robogym_ros.nodes.entry:mcp",
-            "robogym_viewer = robogym_ros.nodes.entry:viewer",
+            "robogym_sim = robogym_ros.nodes.sim_node.__main__:main",
+            "robogym_recorder = robogym_ros.nodes.recorder.__main__:main",
+            "robogym_motion = robogym_ros.nodes.motion.__main__:main",
+            "robogym_expert = robogym_ros.nodes.expert.__main__:main",
+            "robogym_mcp = robogym_ros.nodes.mcp.__main__:main",
+            "robogym_viewer = robogym_ros.nodes.viewer.__main__:main",
             "robogym_demo = robogym_ros.tools.demo:main",
         ],
     },

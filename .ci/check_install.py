@@ -30,8 +30,8 @@ expected = [
 ]
 missing = [p for p in expected if not (prefix / p).exists()]
 site = glob.glob(str(prefix / "lib/python3*/site-packages"))
-if not site or not glob.glob(f"{site[0]}/robogym_ros/sim/models/so101_dual.xml"):
-    missing.append("lib/python3*/site-packages/robogym_ros/sim/models/so101_dual.xml")
+if not site or not glob.glob(f"{site[0]}/robogym_ros/task/models/so101_dual.xml"):
+    missing.append("lib/python3*/site-packages/robogym_ros/task/models/so101_dual.xml")
 if missing:
     sys.exit(f"installed tree lacks: {missing}")
 

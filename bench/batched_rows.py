@@ -23,7 +23,8 @@ import numpy as np
 
 from robogym_ros.envs import ENV_ID
 from robogym_ros.envs.actions import ActionMap
-from robogym_ros.sim.physics import Physics, default_model_path
+from robogym_ros.sim.physics import Physics
+from robogym_ros.task.scene import default_model_path
 
 PHYSICS_DT_S, DECIMATION = 0.002, 5
 

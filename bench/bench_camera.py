@@ -1,6 +1,6 @@
 """Per-frame cost of the camera pipeline against a bare MuJoCo render (figures only).
 
-    MUJOCO_GL=egl python bench/bench_camera.py [--model robogym_ros/sim/models/so101_dual.xml]
+    MUJOCO_GL=egl python bench/bench_camera.py [--model robogym_ros/task/models/so101_dual.xml]
 
 1. The node's pipeline (the headline): the sim node's CameraPublisher, fed ticks as fast as
 it takes them, renders every camera of the model (3 in the default scene) into one mosaic on

@@ -35,7 +35,8 @@ from batched_rows import rows as batched_rows_of  # noqa: E402  (bench/: the bat
 import robogym_ros.envs  # noqa: E402,F401  (registers the env)
 from robogym_ros.envs import ENV_ID  # noqa: E402
 from robogym_ros.envs.actions import ActionMap  # noqa: E402
-from robogym_ros.sim.physics import Physics, default_model_path  # noqa: E402
+from robogym_ros.sim.physics import Physics  # noqa: E402
+from robogym_ros.task.scene import default_model_path  # noqa: E402
 
 PHYSICS_DT_S, DECIMATION = 0.002, 5
 

@@ -18,7 +18,7 @@ machine may be shared), and nothing is asserted. Three parts:
    Image CDR against rosbags' own ``Writer`` writing the same bytes (no ROS on either side).
 3. Loss-free rate: a publisher process (the sim's STREAM_QOS, RELIABLE; a latched spec;
    joint_states + ground truth stamped on the tick grid) at 250..4000 Hz against the real
-   recorder CLI (``python -m robogym_ros.nodes.recorder_cli --ticks N``): received/sent and the
+   recorder CLI (``python -m robogym_ros.nodes.recorder --ticks N``): received/sent and the
    verdict's tick_grid figures per rate, the publisher's achieved rate (it may be the
    bottleneck) and the CPU of both processes.
 
@@ -57,10 +57,10 @@ from std_msgs.msg import String  # noqa: E402
 
 from robogym_ros import contract  # noqa: E402
 from robogym_ros.contract import JointSpec, Spec, TopicSpec  # noqa: E402
-from robogym_ros.nodes import recorder_cli  # noqa: E402
 from robogym_ros.nodes import recorder_node as rn  # noqa: E402
-from robogym_ros.nodes.node_runner import events_executor  # noqa: E402
+from robogym_ros.nodes.recorder import cli as recorder_cli  # noqa: E402
 from robogym_ros.ros import qos  # noqa: E402
+from robogym_ros.ros.node_runner import events_executor  # noqa: E402
 
 N_JOINTS = 12
 NAMES = [f"joint_{i}" for i in range(N_JOINTS)]
@@ -415,7 +415,7 @@ def rate_run(tmp: Path, rate: float, seconds: float) -> dict:
     pub_log = tmp / f"publisher_{int(rate)}.log"
     t_start = time.monotonic()
     recorder = subprocess.Popen(
-        [sys.executable, "-m", "robogym_ros.nodes.recorder_cli", "--ticks", str(n), "--json", str(json_path),
+        [sys.executable, "-m", "robogym_ros.nodes.recorder", "--ticks", str(n), "--json", str(json_path),
          "--ros-args", "-r", f"__ns:={ns}"],
         stdout=open(rec_log, "w"), stderr=subprocess.STDOUT, env=child_env())
     pub = start_publisher(ns, rate, n, True, pub_log)
@@ -500,7 +500,7 @@ def report_bag(rows: list[dict], repeats: int) -> None:
 def report_rate_head(seconds: float) -> None:
     print(f"\n3. loss-free rate: a publisher process (joint_states + ground truth on the tick grid, STREAM_QOS "
           f"RELIABLE depth {qos.STREAM_QOS.depth}, latched spec) vs "
-          f"`python -m robogym_ros.nodes.recorder_cli --ticks N`, "
+          f"`python -m robogym_ros.nodes.recorder --ticks N`, "
           f"{seconds:g} s per rate; the recorder receives 2 messages per tick", flush=True)
     print(f"    {'rate':>6s}{'pub Hz':>9s}{'pub late':>9s}{'lag ms':>8s}{'sent':>7s}{'received':>10s}{'recv %':>8s}"
           f"{'dropped':>9s}{'dup':>5s}{'reord':>6s}{'period':>8s}{'verdict':>9s}{'pub CPU%':>10s}{'rec CPU s':>10s}")

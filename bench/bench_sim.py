@@ -29,7 +29,8 @@ from robogym_ros import contract
 from robogym_ros.nodes.sim_node.node import SimNode  # noqa: E402
 from robogym_ros.ros import qos  # noqa: E402
 from robogym_ros.sim.lateness import HIST_BIN_S, HIST_BINS, lateness_percentile_s  # noqa: E402
-from robogym_ros.sim.physics import Physics, default_model_path  # noqa: E402
+from robogym_ros.sim.physics import Physics  # noqa: E402
+from robogym_ros.task.scene import default_model_path  # noqa: E402
 
 PHYSICS_DT_S = 0.002
 DECIMATION = 5

@@ -8,7 +8,7 @@ One run, real processes (each with DDS on this host and a domain of its own):
   rendering only     bare mujoco.Renderer of the sim's cameras at their size: frames/s, and the
                      ticks/s that allows (frames/s x camera_period_s / control dt)
   sim                python -m robogym_ros.nodes.sim_node, real_time_factor 0, nobody subscribed
-  sim + rec          + python -m robogym_ros.nodes.recorder_cli --ticks N --json
+  sim + rec          + python -m robogym_ros.nodes.recorder --ticks N --json
   sim + rec --record + the recorder writing a bag (mcap)
   sim + motion + rec --record   + motion_node, and the recorder writing a bag
 each with cameras off and on (the defaults: 3 cameras, 320x240, every camera_period_s).
@@ -41,15 +41,16 @@ os.environ.setdefault("MUJOCO_GL", "egl")
 import mujoco  # noqa: E402
 import rclpy  # noqa: E402
 from diagnostic_msgs.msg import DiagnosticArray  # noqa: E402
-from procs import stop  # noqa: E402 - bench/procs.py
 from rclpy.executors import SingleThreadedExecutor  # noqa: E402
 from std_msgs.msg import String  # noqa: E402
 from std_srvs.srv import Trigger  # noqa: E402
 
 from robogym_ros import contract  # noqa: E402
 from robogym_ros.params import DEFAULT_CAMERAS, default  # noqa: E402
+from robogym_ros.processes import stop_processes  # noqa: E402
 from robogym_ros.ros import qos  # noqa: E402
-from robogym_ros.sim.physics import Physics, default_model_path  # noqa: E402
+from robogym_ros.sim.physics import Physics  # noqa: E402
+from robogym_ros.task.scene import default_model_path  # noqa: E402
 
 PY = sys.executable
 CLK_TCK = os.sysconf("SC_CLK_TCK")
@@ -209,9 +210,9 @@ def run_config(name: str, cameras: bool, ticks: int, workdir: Path, *, recorder:
         spawn("sim", [PY, "-m", "robogym_ros.nodes.sim_node", "--ros-args", "-r", f"__ns:=/{ns}", *params])
         watcher.spin_until(lambda: watcher.spec is not None, 60, "the sim's spec")
         if motion:
-            spawn("motion", [PY, "-m", "robogym_ros.nodes.motion_node", "--ros-args", "-r", f"__ns:=/{ns}"])
+            spawn("motion", [PY, "-m", "robogym_ros.nodes.motion", "--ros-args", "-r", f"__ns:=/{ns}"])
         if recorder:
-            args = [PY, "-m", "robogym_ros.nodes.recorder_cli", "--ticks", str(ticks), "--json", str(verdict_path)]
+            args = [PY, "-m", "robogym_ros.nodes.recorder", "--ticks", str(ticks), "--json", str(verdict_path)]
             if record:
                 args += ["--record", str(logs / "bag")]
             spawn("recorder", [*args, "--ros-args", "-r", f"__ns:=/{ns}"])
@@ -271,7 +272,7 @@ def run_config(name: str, cameras: bool, ticks: int, workdir: Path, *, recorder:
     finally:
         for key in ("recorder", "motion", "sim"):
             if key in procs:
-                stop(procs[key], 15.0)
+                stop_processes([procs[key]], 15.0)
         watcher.close()
     return result
 

@@ -29,14 +29,14 @@ os.environ.setdefault("MUJOCO_GL", "egl")
 
 import rclpy  # noqa: E402
 from diagnostic_msgs.msg import DiagnosticArray  # noqa: E402
-from procs import stop  # noqa: E402
 from rclpy.executors import SingleThreadedExecutor  # noqa: E402
 from std_msgs.msg import String  # noqa: E402
 
 from robogym_ros import contract  # noqa: E402
+from robogym_ros.processes import stop_processes  # noqa: E402
 from robogym_ros.ros.qos import DIAGNOSTICS_QOS, SPEC_QOS  # noqa: E402
 
-sys.path.insert(0, str(Path(__file__).parents[1] / "test"))
+sys.path.insert(0, str(Path(__file__).parents[1] / "test" / "harness"))
 from browser import Browser, chromium_path  # noqa: E402
 
 NAMESPACE = "bench_viewer"
@@ -181,7 +181,7 @@ class Viewer:
     def close(self) -> None:
         for page in self.pages:
             page.close()
-        stop(self.proc)
+        stop_processes([self.proc], 10.0)
 
 
 def window(name: str, status: SimStatus, duration_s: float, pids: dict[str, int], viewer: Viewer | None) -> dict:
@@ -220,7 +220,7 @@ def main() -> None:
     args = parser.parse_args()
     sim = subprocess.Popen([sys.executable, "-m", "robogym_ros.nodes.sim_node", "--ros-args", "-r",
                             f"__ns:=/{NAMESPACE}"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    motion = subprocess.Popen([sys.executable, "-m", "robogym_ros.nodes.motion_node", "--ros-args", "-r",
+    motion = subprocess.Popen([sys.executable, "-m", "robogym_ros.nodes.motion", "--ros-args", "-r",
                                f"__ns:=/{NAMESPACE}"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     rclpy.init()
     rows = []
@@ -240,8 +240,8 @@ def main() -> None:
             finally:
                 viewer.close()
     finally:
-        stop(motion)
-        stop(sim)
+        stop_processes([motion], 10.0)
+        stop_processes([sim], 10.0)
         if status is not None:
             status.close()
         rclpy.try_shutdown()

@@ -27,8 +27,8 @@ from launch_ros.parameter_descriptions import ParameterValue
 from launch_ros.substitutions import FindPackageShare
 
 from launch import LaunchDescription
+from robogym_ros.description.urdf import robot_urdf_of_parameters
 from robogym_ros.params import FROM_PARAMS_FILE, SIM_PARAMS, given_parameters
-from robogym_ros.sim.urdf import robot_urdf_of_parameters
 from robogym_ros.tools.launch_support import file_parameters, shutdown_reason
 from robogym_ros.tools.rviz import RVIZ_CONFIG, namespace_remappings
 

@@ -14,8 +14,14 @@ os.environ.setdefault("PYTHONUNBUFFERED", "1")
 
 
 import re  # noqa: E402
+import sys  # noqa: E402
+from pathlib import Path  # noqa: E402
 
 import pytest  # noqa: E402  (after the environment above)
+
+# The harnesses (sims, MCP agents, a browser, a recorded bag) live in test/harness/: every test
+# folder imports them by name.
+sys.path.insert(0, str(Path(__file__).parent / "harness"))
 
 # What a ROS install has and no registry does (../shared/ros-toolchain builds it): a test that
 # skips for the want of one of these is marked ``toolchain``, so that ``./dev test-ros`` (and CI)
@@ -93,8 +99,9 @@ def make_sim(ros, tmp_path):
 @pytest.fixture(scope="session")
 def long_ticks():
     """900 real ticks (9 s of sim time) of the scripted motion, decimation 5."""
-    from robogym_ros.sim.physics import Physics, default_model_path
-    from robogym_ros.sim.scripted_motion import targets_at
+    from robogym_ros.nodes.motion.scripted_motion import targets_at
+    from robogym_ros.sim.physics import Physics
+    from robogym_ros.task.scene import default_model_path
     physics = Physics(default_model_path(), 0.002, 5, seed=0)
     ticks = []
     for k in range(900):

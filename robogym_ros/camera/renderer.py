@@ -27,7 +27,7 @@ import numpy as np
 
 from robogym_ros.camera.lens import Lens
 from robogym_ros.camera.lookup import camera_id
-from robogym_ros.sim import tf_frames
+from robogym_ros.description import tf_frames
 
 try:
     from mujoco.rendering.classic.gl_context import GLContext

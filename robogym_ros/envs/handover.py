@@ -17,13 +17,13 @@ Observation (Dict): ``observation`` float64 (40,) = 12 joint positions (rad), 12
 velocities (rad/s), block pose and tray pose (x y z m, qw qx qy qz), the 2 gripper efforts
 (N m; position alone does not tell a closed gripper from one squeezing the block);
 ``achieved_goal`` = block centre (m); ``desired_goal`` = where a lying block rests at the tray's
-centre as the reset placed it (robogym_ros.envs.task); optional ``pixels/<camera>`` uint8 (h, w, 3).
+centre as the reset placed it (robogym_ros.task.goals); optional ``pixels/<camera>`` uint8 (h, w, 3).
 Action: 12 servo targets, normalised to [-1, 1] by default (``normalize_actions=False``: rad).
 Success (``info["is_success"]``, ``terminated``): the block lies in the tray, touching no arm,
-at rest (robogym_ros.sim.placement, from MuJoCo's contacts of the observed configuration and
+at rest (robogym_ros.task.placement, from MuJoCo's contacts of the observed configuration and
 the block's motion since the last observation). Reward: sparse 0 on success, -1 otherwise;
 ``reward_type="dense"``: minus the distance to the goal in m; ``"staged"``: (stage - 6) / 6 over
-reach, grasp, lift, handover, release, place (task.STAGES). ``truncated`` only if the physics
+reach, grasp, lift, handover, release, place (goals.STAGES). ``truncated`` only if the physics
 blew up (the sim resets itself then; over ROS it is seen where the node's run state reporting
 it arrives with the frame); time limits are the TimeLimit wrapper's (registered with
 ``max_episode_steps`` 250 = 10 s at action_repeat 4).
@@ -37,12 +37,13 @@ import numpy as np
 from gymnasium import spaces
 from gymnasium_robotics.core import GoalEnv
 
-from robogym_ros.envs import task
 from robogym_ros.envs.actions import ActionMap
 from robogym_ros.envs.local import SEED_LIMIT, LocalBackend
-from robogym_ros.sim.physics import default_model_path
-from robogym_ros.sim.placement import PlacementJudge
+from robogym_ros.envs.observation import ObservationLayout, build_observation
 from robogym_ros.sim.tick import Tick
+from robogym_ros.task import goals
+from robogym_ros.task.placement import PlacementJudge
+from robogym_ros.task.scene import default_model_path
 
 MODES = ("local", "ros_lockstep", "ros_realtime")
 DEFAULT_ACTION_REPEAT = 4  # 4 x 10 ms: the agent acts at 25 Hz, like Gymnasium-Robotics' Fetch
@@ -79,8 +80,8 @@ class HandoverEnv(GoalEnv):
                  ros_timeout_s: float = 15.0):
         if mode not in MODES:
             raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
-        if reward_type not in task.REWARD_TYPES:
-            raise ValueError(f"reward_type must be one of {task.REWARD_TYPES}, got {reward_type!r}")
+        if reward_type not in goals.REWARD_TYPES:
+            raise ValueError(f"reward_type must be one of {goals.REWARD_TYPES}, got {reward_type!r}")
         if not (isinstance(action_repeat, int) and action_repeat >= 1):
             raise ValueError(f"action_repeat must be an integer >= 1 (control ticks per step), got {action_repeat!r}")
         if render_mode not in (None, *self.metadata["render_modes"]):
@@ -125,7 +126,7 @@ class HandoverEnv(GoalEnv):
         self._block = self.object_names.index("block")
         self._tray = self.object_names.index("tray")
         grippers = tuple(i for i, n in enumerate(self.joint_names) if n.endswith("gripper"))
-        self.layout = task.ObservationLayout(len(self.joint_names), len(self.object_names), grippers)
+        self.layout = ObservationLayout(len(self.joint_names), len(self.object_names), grippers)
         lower, upper = zip(*b.joint_ranges)
         self._actions = ActionMap(self.joint_names, lower, upper, normalized=normalize_actions)
         self._judge = PlacementJudge(self._model_path, self.joint_names, self.object_names)
@@ -138,7 +139,7 @@ class HandoverEnv(GoalEnv):
         n, k, g = len(self.joint_names), len(self.object_names), len(self.layout.gripper_index)
         low = np.concatenate([np.full(n, -_ANGLE_BOUND_RAD), np.full(n, -_VELOCITY_BOUND_RAD_S),
                               np.tile([-_POSITION_BOUND_M] * 3 + [-1.0] * 4, k), np.full(g, -_EFFORT_BOUND_NM)])
-        goal = spaces.Box(-_POSITION_BOUND_M, _POSITION_BOUND_M, shape=(task.GOAL_SIZE,), dtype=np.float64)
+        goal = spaces.Box(-_POSITION_BOUND_M, _POSITION_BOUND_M, shape=(goals.GOAL_SIZE,), dtype=np.float64)
         entries = {
             "observation": spaces.Box(low, -low, dtype=np.float64),
             "achieved_goal": goal,
@@ -157,7 +158,7 @@ class HandoverEnv(GoalEnv):
             raise ValueError(f"seed must be an integer in 0 .. {SEED_LIMIT - 1} (the sim node's range), got {seed!r}")
         self._tick = self._backend.reset(seed)  # first: a refused reset changes nothing
         super().reset(seed=seed)
-        self._goal = task.goal_from_tray_pose(self._tick.object_poses[self._tray])
+        self._goal = goals.goal_from_tray_pose(self._tick.object_poses[self._tray])
         self._goal_xyz = self._goal.tolist()
         obs = self._observation(self._tick)
         return obs, self._info(self._tick, obs, ticks_elapsed=0, block_before=None)
@@ -179,24 +180,24 @@ class HandoverEnv(GoalEnv):
         elif self.reward_type == "dense":
             reward = -info["distance_m"]
         else:
-            reward = (info["stage"] - task.TOP_STAGE) / task.TOP_STAGE
+            reward = (info["stage"] - goals.TOP_STAGE) / goals.TOP_STAGE
         truncated = info["blew_up"]
         return obs, reward, terminated, truncated, info
 
     def compute_reward(self, achieved_goal, desired_goal, info):
         """Batched: sparse 0 / -1 (success or not), dense minus the distance (m), or staged
         (stage - 6) / 6. ``info``: the step's (contacts and speed are not in the goals)."""
-        return task.reward(achieved_goal, desired_goal, info, self.reward_type)
+        return goals.reward(achieved_goal, desired_goal, info, self.reward_type)
 
     def compute_terminated(self, achieved_goal, desired_goal, info):
-        """Batched: the block placed at the goal (task.success): inside the tray's box there,
+        """Batched: the block placed at the goal (goals.success): inside the tray's box there,
         touching no arm, resting on something, at rest (the last three from ``info``)."""
-        return task.success(achieved_goal, desired_goal, info)
+        return goals.success(achieved_goal, desired_goal, info)
 
     def compute_truncated(self, achieved_goal, desired_goal, info):
         """Batched: only a physics blow-up (the sim reset itself) cuts an episode here; time
         limits are the TimeLimit wrapper's. Independent of the goal, so relabelling keeps it."""
-        shape = task.goal_distance(achieved_goal, desired_goal).shape
+        shape = goals.goal_distance(achieved_goal, desired_goal).shape
         return _flags(info, "blew_up", shape)
 
     def render(self):
@@ -216,7 +217,7 @@ class HandoverEnv(GoalEnv):
     # --- building what a call returns: all new objects ------------------------------------
     def _observation(self, tick: Tick) -> dict[str, np.ndarray]:
         obs = {
-            "observation": task.build_observation(self.layout, tick.position, tick.velocity,
+            "observation": build_observation(self.layout, tick.position, tick.velocity,
                                                   tick.object_poses, tick.effort),
             "achieved_goal": np.array(tick.object_poses[self._block, :3], dtype=np.float64),
             "desired_goal": self._goal.copy(),
@@ -230,13 +231,13 @@ class HandoverEnv(GoalEnv):
         """Every entry a new Python scalar (or tuple): the placement judged on this tick."""
         judged = self._judge.judge(tick.position, tick.object_poses, block_before,
                                    ticks_elapsed * self.control_dt_ns * 1e-9)
-        info = task.placement_info(judged, tick.object_poses[self._tray], self._goal)
+        info = goals.placement_info(judged, tick.object_poses[self._tray], self._goal)
         achieved, goal = obs["achieved_goal"].tolist(), self._goal_xyz
-        placed, stage = task.success_and_stage(achieved, goal, info)
+        placed, stage = goals.success_and_stage(achieved, goal, info)
         return {
             "is_success": float(placed),
             "stage": stage,
-            "distance_m": task.scalar_distance(achieved, goal),
+            "distance_m": goals.scalar_distance(achieved, goal),
             **info,
             "tick_index": int(tick.index),
             "stamp_ns": int(tick.stamp_ns),

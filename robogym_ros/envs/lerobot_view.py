@@ -31,7 +31,8 @@ from gymnasium import spaces
 
 from robogym_ros.contract import POSE_SIZE
 from robogym_ros.envs.handover import HandoverEnv
-from robogym_ros.sim.physics import default_model_path, discover_joints
+from robogym_ros.sim.physics import discover_joints
+from robogym_ros.task.scene import default_model_path
 
 AGENT_POS = "agent_pos"
 ENVIRONMENT_STATE = "environment_state"

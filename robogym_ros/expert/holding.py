@@ -2,7 +2,7 @@
 
 The expert sees joint positions and the block's and tray's poses, the whole configuration of the
 scene; from it MuJoCo's collision detection says what touches the block
-(robogym_ros.sim.placement.PlacementJudge), exactly as the env's success test does. So a
+(robogym_ros.task.placement.PlacementJudge), exactly as the env's success test does. So a
 check can tell the cases apart as the physics does:
 
 - **held**: both jaws of the arm touch the block (wherever along the jaws it sits: a block that
@@ -16,8 +16,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from robogym_ros.sim import scene
-from robogym_ros.sim.placement import BlockContacts, PlacementJudge
+from robogym_ros.task import scene
+from robogym_ros.task.placement import BlockContacts, PlacementJudge
 
 # Jaws stopped by a 25 mm block sit at ~0.35 rad; shut is <= 0; above the max they are open.
 GRIPPER_HOLDING_MIN_RAD = 0.12

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import mujoco
 import numpy as np
 
-from robogym_ros.sim import scene
+from robogym_ros.task import scene
 
 ARM_JOINTS = scene.ARM_JOINTS[:5]  # the gripper joint is not part of the kinematic chain
 _DAMPING = 1e-5

@@ -15,7 +15,7 @@ from robogym_ros.expert import grasps
 from robogym_ros.expert.holding import GRIPPER_HOLDING_MAX_RAD
 from robogym_ros.expert.kinematics import ArmKinematics
 from robogym_ros.expert.percept import ExpertFailure, Percept
-from robogym_ros.sim import scene
+from robogym_ros.task import scene
 
 JAWS_STILL_RAD = 0.005  # the gripper moved less than this in 30 ms: it has stopped
 JAWS_STILL_TIMEOUT_S = 0.6

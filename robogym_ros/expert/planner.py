@@ -17,7 +17,7 @@ import numpy as np
 
 from robogym_ros.expert import grasps
 from robogym_ros.expert.kinematics import ArmKinematics
-from robogym_ros.sim import scene
+from robogym_ros.task import scene
 
 # Near grasp-site candidates (x, |y| toward the far arm's side, z), m; y's sign is the far side's.
 _HANDOVER_POINTS_M = [(x, y, z) for z in (0.05, 0.065, 0.08) for x in (0.14, 0.10, 0.18) for y in (0.05, 0.02, 0.08)]

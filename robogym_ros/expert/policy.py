@@ -25,8 +25,8 @@ from robogym_ros.expert.paths import carry_path, turn_path
 from robogym_ros.expert.percept import ExpertFailure, Percept
 from robogym_ros.expert.phases import Arm, ArmPhases, Solved
 from robogym_ros.expert.planner import HandoverPlanner
-from robogym_ros.sim import scene
-from robogym_ros.sim.physics import default_model_path
+from robogym_ros.task import scene
+from robogym_ros.task.scene import default_model_path
 
 GRIPPER_OPEN_RAD = 0.9  # ~50 mm between the tips: room around a 25 mm block
 GRIPPER_CLOSED_RAD = -0.17  # past shut: the servo squeezes at its force limit

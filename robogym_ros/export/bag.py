@@ -30,7 +30,7 @@ def recording_span(control_dt_ns: int, joint_stamps_ns, target_stamps_ns, image_
     """The frames every stream of the recording covers, [first, last] (ns): a frame needs its
     tick's joint_states (and ground truth, where recorded), its images, and the targets of the
     tick after it. The recorder's subscriptions start and stop one by one, so the streams begin
-    and end at different ticks; the export and its verifier (bench/verify_lerobot_export.py)
+    and end at different ticks; the export and its verifier (recipes/verify_lerobot_export.py)
     both cut a recording to this span, so they agree on its first and last frames."""
     dt = int(control_dt_ns)
     series = [np.asarray(joint_stamps_ns, np.int64), *(np.asarray(s, np.int64) for s in image_stamps_ns)]

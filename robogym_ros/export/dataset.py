@@ -27,7 +27,7 @@ IMAGE_PREFIX = "observation.images."
 ENVIRONMENT_STATE = "observation.environment_state"
 ENVIRONMENT_OBJECTS = ("block", "tray")  # the order of the poses in environment_state
 # A rollout's seed (int64, every frame of its episode): a dataset can be replayed and checked
-# (bench/verify_rollouts.py). Not under observation./action.: policies ignore it.
+# (recipes/verify_rollouts.py). Not under observation./action.: policies ignore it.
 SEED = "sim_seed"
 # The sim stamp of each frame's tick (int64 ns): every row names its tick, so a dataset can be
 # checked against the sim's ground truth. Not under observation./action.: policies ignore it.

@@ -24,7 +24,7 @@ import mujoco
 import numpy as np
 
 from robogym_ros.contract import POSE_LAYOUT, POSE_SIZE, optical_frame
-from robogym_ros.sim.tf_frames import MJ_CAMERA_FROM_OPTICAL, camera_names
+from robogym_ros.description.tf_frames import MJ_CAMERA_FROM_OPTICAL, camera_names
 
 ROBOT, OBJECT, STATIC_OBJECT = "robot", "object", "static_object"  # what each entity is
 TWIST_LAYOUT = ("vx", "vy", "vz", "wx", "wy", "wz")

@@ -7,15 +7,14 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from importlib import resources
 
 import mujoco
 import numpy as np
 
 from robogym_ros.contract import POSE_SIZE
-from robogym_ros.sim import scene
 from robogym_ros.sim.tick import Tick
 from robogym_ros.sim.trajectory_follower import FollowerSet, TrajectoryCommand
+from robogym_ros.task import scene
 
 _BLOW_UP = (
     mujoco.mjtWarning.mjWARN_BADQPOS,
@@ -23,11 +22,6 @@ _BLOW_UP = (
     mujoco.mjtWarning.mjWARN_BADQACC,
 )
 STATE_SPEC = mujoco.mjtState.mjSTATE_INTEGRATION
-
-
-def default_model_path() -> str:
-    # Package data, not the ament index: a pip venv has no AMENT_PREFIX_PATH.
-    return str(resources.files("robogym_ros.sim") / "models" / "so101_dual.xml")
 
 
 @dataclass(frozen=True)

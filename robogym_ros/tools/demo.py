@@ -4,7 +4,7 @@
 
 The same three nodes as launch/bringup.launch.py, started as processes of their own. The
 exit code is the recorder's: 0 pass, 1 fail, 2 usage error or no data. ``--expert`` moves the
-arms with the scripted handover expert (robogym_ros.nodes.expert_node) instead of the fixed
+arms with the scripted handover expert (robogym_ros.nodes.expert.node) instead of the fixed
 path and prints its episodes' results (``<out>/expert.json``) beside the verdict. Then the verdict
 and the bag become ``<out>/report/report.html`` with its plots (robogym_ros.recorder.report.page).
 """
@@ -48,16 +48,16 @@ def main(argv=None) -> int:
     results = out / "expert.json"
     if args.expert:
         results.unlink(missing_ok=True)
-        mover = _node("robogym_ros.nodes.expert_node", args.namespace) + ["-p", f"results_json:={results}"]
+        mover = _node("robogym_ros.nodes.expert", args.namespace) + ["-p", f"results_json:={results}"]
     else:
-        mover = _node("robogym_ros.nodes.motion_node", args.namespace)
+        mover = _node("robogym_ros.nodes.motion", args.namespace)
     helpers = [
         subprocess.Popen(_node("robogym_ros.nodes.sim_node", args.namespace) + sim_args, stdout=log, stderr=log),
         subprocess.Popen(mover, stdout=log, stderr=log),
     ]
     try:
         recorder = subprocess.run(_node(
-            "robogym_ros.nodes.recorder_cli", args.namespace, "--duration", str(args.duration_s),
+            "robogym_ros.nodes.recorder", args.namespace, "--duration", str(args.duration_s),
             "--record", str(bag), "--json", str(verdict)))
         code = recorder.returncode
     except KeyboardInterrupt:

@@ -6,7 +6,7 @@
 Runs ``robogym_ros/Handover-v0`` (local mode, the registered time limit: 250 steps x 4 control
 ticks = 10 s of sim time) with :class:`robogym_ros.expert.HandoverExpert`, one episode per seed
 (``reset(seed=s)``), and prints the share of episodes whose block is placed in the tray (the
-env's own success: inside the tray, touching no arm, at rest, robogym_ros.sim.placement)
+env's own success: inside the tray, touching no arm, at rest, robogym_ros.task.placement)
 within the limit and, for each failure, the expert's phase and reason. ``--random-seeds`` draws
 the seeds from the sim's whole seed range (from the OS's entropy, or ``--draw-seed``) and prints
 them, so the run can be repeated with ``--seed-list``. ``--per-seed`` prints one line per

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-# robogym_ros.nodes.node_runner.run_node: a start-up error (a bad parameter, a bad model) is one FATAL
+# robogym_ros.ros.node_runner.run_node: a start-up error (a bad parameter, a bad model) is one FATAL
 # line and exit 1. Respawning cannot mend it: the same parameters fail the same way, every
 # respawn_delay, for ever.
 EXIT_STARTUP_ERROR = 1

@@ -27,17 +27,17 @@ from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
 from robogym_ros.contract import POSE_SIZE
-from robogym_ros.envs import task
 from robogym_ros.envs.actions import action_array
 from robogym_ros.envs.handover import DEFAULT_ACTION_REPEAT, HandoverEnv
 from robogym_ros.envs.local import SEED_LIMIT
 from robogym_ros.envs.vector.scene_batch import SceneBatch
-from robogym_ros.sim.physics import default_model_path
-from robogym_ros.sim.placement import PlacementJudge
+from robogym_ros.task import goals
+from robogym_ros.task.placement import PlacementJudge
+from robogym_ros.task.scene import default_model_path
 
 INFO_TYPES = {"is_success": np.float64, "stage": np.int64, "distance_m": np.float64,
-              **{k: np.bool_ for k in task.FLAG_KEYS}, "block_speed_m_s": np.float64, "block_turn_rad_s": np.float64,
-              task.TRAY_QUAT_KEY: np.float64, task.TRAY_SHIFT_KEY: np.float64,
+              **{k: np.bool_ for k in goals.FLAG_KEYS}, "block_speed_m_s": np.float64, "block_turn_rad_s": np.float64,
+              goals.TRAY_QUAT_KEY: np.float64, goals.TRAY_SHIFT_KEY: np.float64,
               "tick_index": np.int64, "stamp_ns": np.int64, "ticks_elapsed": np.int64, "blew_up": np.bool_}
 
 
@@ -107,7 +107,7 @@ class BatchedHandoverEnv(VectorEnv):
             raise
         self.num_threads = self._scenes.num_threads
         k = self.num_envs
-        self._goals = np.zeros((k, task.GOAL_SIZE))
+        self._goals = np.zeros((k, goals.GOAL_SIZE))
         self._elapsed = np.zeros(k, dtype=np.int64)
         self._autoreset = np.zeros(k, dtype=bool)
         self._started = np.zeros(k, dtype=bool)
@@ -153,7 +153,7 @@ class BatchedHandoverEnv(VectorEnv):
         elif self.reward_type == "dense":
             reward = -placed["distance_m"]
         else:
-            reward = (placed["stage"] - task.TOP_STAGE) / task.TOP_STAGE
+            reward = (placed["stage"] - goals.TOP_STAGE) / goals.TOP_STAGE
         reward = np.where(active, reward, 0.0)
         terminated = active & (placed["is_success"] > 0)
         truncated = active & blew_up
@@ -198,7 +198,8 @@ class BatchedHandoverEnv(VectorEnv):
     def _reset_scene(self, i: int, seed: int | None) -> None:
         self._scenes.reset(i, seed)
         p = self._scenes.physics(i)
-        self._goals[i] = task.goal_from_tray_pose(p.data.qpos[self._scenes.pose_idx].reshape(-1, POSE_SIZE)[self._tray])
+        poses = p.data.qpos[self._scenes.pose_idx].reshape(-1, POSE_SIZE)
+        self._goals[i] = goals.goal_from_tray_pose(poses[self._tray])
         self._elapsed[i] = 0
         self._started[i] = True
 
@@ -244,13 +245,13 @@ class BatchedHandoverEnv(VectorEnv):
             before = None if fresh[i] else self._block_before[i]
             judged = self._judge.judge(position[i], poses[i], before,
                                        int(ticks_elapsed[i]) * self.control_dt_ns * 1e-9)
-            rows.append(task.placement_info(judged, poses[i][self._tray], self._goals[i]))
+            rows.append(goals.placement_info(judged, poses[i][self._tray], self._goals[i]))
         self._block_before = poses[:, self._block].copy()
         values = {k: np.array([r[k] for r in rows]) for k in rows[0]}
         achieved, goal = obs["achieved_goal"], obs["desired_goal"]
-        values["is_success"] = task.success(achieved, goal, values).astype(np.float64)
-        values["stage"] = task.stage(achieved, goal, values)
-        values["distance_m"] = task.goal_distance(achieved, goal)
+        values["is_success"] = goals.success(achieved, goal, values).astype(np.float64)
+        values["stage"] = goals.stage(achieved, goal, values)
+        values["distance_m"] = goals.goal_distance(achieved, goal)
         return values
 
     def _infos(self, tick: np.ndarray, placed: dict[str, np.ndarray], ticks_elapsed: np.ndarray, blew_up: np.ndarray,

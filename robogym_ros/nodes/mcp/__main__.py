@@ -1,6 +1,12 @@
-"""python -m robogym_ros.nodes.mcp: the same as the robogym_mcp console script."""
+"""``robogym_mcp``, and ``python -m robogym_ros.nodes.mcp``: the same program."""
 import sys
 
-from robogym_ros.nodes.mcp.main import main
+from robogym_ros.ros.entry import run_program
 
-sys.exit(main())
+
+def main() -> int:
+    return run_program("robogym_ros.nodes.mcp.main")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -19,7 +19,7 @@ import signal
 import sys
 import threading
 
-from robogym_ros.nodes.arguments import EXIT_USAGE, ArgumentParser
+from robogym_ros.ros.arguments import EXIT_USAGE, ArgumentParser
 
 SPIN_STOP_S = 10.0  # how long a stop waits for the ROS thread's last spin
 TOKEN_ENV = "ROBOGYM_MCP_TOKEN"
@@ -81,7 +81,7 @@ def main(argv: list[str] | None = None) -> int:
 
     from robogym_ros.nodes.mcp.server import build_server
     from robogym_ros.nodes.mcp.tools import SimTools
-    from robogym_ros.nodes.sim_link import SimLink
+    from robogym_ros.ros.sim_client import SimLink
 
     def stop(_signum, _frame):  # SIGTERM ends the server as Ctrl-C does (once): the finally below runs
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
@@ -157,6 +157,3 @@ async def _serve_http(server, args, where: str) -> None:
             _say(f"serving MCP over streamable HTTP at http://{args.host}:{args.port}/mcp for {where}"
                  + (" (bearer token required)" if args.token else ""))
 
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -14,7 +14,7 @@ from mcp.server.mcpserver import MCPServer
 from mcp.types import CallToolResult, ImageContent, TextContent, ToolAnnotations
 
 from robogym_ros.nodes.mcp.tools import MAX_MOVE_S, MAX_STEP_TICKS, Answer, Refused, SimTools
-from robogym_ros.nodes.sim_link import SimUnavailable
+from robogym_ros.ros.sim_client import SimUnavailable
 
 INSTRUCTIONS = (
     "You drive a simulated pair of SO-101 robot arms (ROS 2 + MuJoCo). Call spec first: joints with their "

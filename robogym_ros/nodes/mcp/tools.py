@@ -22,7 +22,7 @@ from robogym_ros.camera.clock import frame_tick
 from robogym_ros.contract import NS_PER_S, Spec
 from robogym_ros.live.images import png
 from robogym_ros.live.observation import Observation
-from robogym_ros.nodes.sim_link import SimLink, SimUnavailable
+from robogym_ros.ros.sim_client import SimLink, SimUnavailable
 from robogym_ros.sim.commands import CommandRejected, validate_command, validate_trajectory
 
 MAX_STEP_TICKS = 1000
@@ -31,7 +31,7 @@ MAX_MOVE_S = 60.0
 TASK = ("Two SO-101 arms behind a table, a red block and a red tray. Each object starts where only the arm "
         "next to it can reach, so the block must be handed from one arm to the other and laid in the tray.")
 SUCCESS = ("the block's centre within 30 mm of where a lying block rests at the tray's centre (the goal the "
-           "reset's draw implies; the Gymnasium env's success test, robogym_ros/envs/task.py)")
+           "reset's draw implies; the Gymnasium env's success test, robogym_ros/task/goals.py)")
 _RESET = re.compile(r"tick (\d+); seed (-?\d+), scene (\d+)")
 _STEPPED = re.compile(r"tick (\d+)")
 

@@ -1,6 +1,12 @@
-"""``python -m robogym_ros.nodes.sim_node``: the sim node, as the console script ``robogym_sim``."""
+"""``robogym_sim``, and ``python -m robogym_ros.nodes.sim_node``: the same program."""
 import sys
 
-from robogym_ros.nodes.entry import sim
+from robogym_ros.ros.entry import run_program
 
-sys.exit(sim())
+
+def main() -> int:
+    return run_program("robogym_ros.nodes.sim_node.node")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -2,7 +2,7 @@
 transforms only the sim knows.
 
 - ``robot_description`` (std_msgs/String, transient local, depth 1: robot_state_publisher's
-  convention): the URDF of the loaded MJCF (robogym_ros.sim.urdf); robot_state_publisher,
+  convention): the URDF of the loaded MJCF (robogym_ros.description.urdf); robot_state_publisher,
   fed the same URDF and joint_states, publishes the arm links' TF;
 - ``objects_description``: the free bodies (block, tray) for a second RViz RobotModel;
 - ``/tf_static``: each camera's ``<camera>_optical_frame`` on its link (REP 103), once;
@@ -20,11 +20,11 @@ import mujoco
 from std_msgs.msg import String
 
 from robogym_ros.contract import QosSpec, TopicSpec
+from robogym_ros.description.tf_frames import SceneFrames, Transform
+from robogym_ros.description.urdf import objects_urdf, robot_urdf
 from robogym_ros.ros.qos import profile
 from robogym_ros.ros.stamps import stamp_msg
-from robogym_ros.sim.tf_frames import SceneFrames, Transform
 from robogym_ros.sim.tick import Tick
-from robogym_ros.sim.urdf import objects_urdf, robot_urdf
 
 ROBOT_DESCRIPTION = "robot_description"
 OBJECTS_DESCRIPTION = "objects_description"

@@ -22,7 +22,7 @@ class CommandCounts:
     accepted: int = 0
     rejected: int = 0
     last_rejection: str = ""  # bounded by CommandRejected
-    stamps_off_clock: int = 0  # commands applied although stamped far from sim time (sim/clock_check.py)
+    stamps_off_clock: int = 0  # commands applied although stamped far from sim time (nodes/sim_node/clock_check.py)
     last_stamp_warning: str = ""
 
 

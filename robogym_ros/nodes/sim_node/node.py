@@ -2,8 +2,8 @@
 
 The physics process paces itself; this node forwards. Ticks go out on the pump thread
 (nodes/sim_node/ticks.py), frames on the camera thread (nodes/sim_node/cameras.py); the
-executor thread serves commands, services (nodes/sim_node/run_control.py), parameters and diagnostics.
-Every change of run state, whoever asks for it, goes through one machine (nodes/sim_node/run_state.py).
+executor thread serves commands, services (nodes/sim_node/run_state/trigger_services.py), parameters and diagnostics.
+Every change of run state, whoever asks for it, goes through one machine (nodes/sim_node/run_state/machine.py).
 If the physics process dies, the node says how and exits non-zero, so a launch file's
 ``respawn`` can bring the sim back.
 """
@@ -18,26 +18,26 @@ from std_msgs.msg import String
 
 from robogym_ros import contract
 from robogym_ros.camera.lens import Lens
-from robogym_ros.nodes.node_runner import StoppableNode, run_node
 from robogym_ros.nodes.sim_node import parameters
 from robogym_ros.nodes.sim_node.arm_controllers.controllers import ArmControllers
 from robogym_ros.nodes.sim_node.cameras import start_cameras
 from robogym_ros.nodes.sim_node.description import DescriptionPublisher
 from robogym_ros.nodes.sim_node.diagnostics import CommandCounts, SimDiagnostics
-from robogym_ros.nodes.sim_node.run_control import RunControl
-from robogym_ros.nodes.sim_node.run_state import Busy, RunStates
+from robogym_ros.nodes.sim_node.run_state.machine import Busy, RunStates
+from robogym_ros.nodes.sim_node.run_state.step_requests import StepRequests
+from robogym_ros.nodes.sim_node.run_state.step_results import StepResults
+from robogym_ros.nodes.sim_node.run_state.trigger_services import RunControl
 from robogym_ros.nodes.sim_node.simulation_interfaces.services import SimulationInterfaces
 from robogym_ros.nodes.sim_node.spec import build_spec
-from robogym_ros.nodes.sim_node.step_requests import StepRequests
-from robogym_ros.nodes.sim_node.step_results import StepResults
 from robogym_ros.nodes.sim_node.ticks import TickPublisher
 from robogym_ros.nodes.sim_node.trajectory_subscriber import TrajectorySubscriber
 from robogym_ros.params import SIM_PARAMS
+from robogym_ros.ros.node_runner import StoppableNode, run_node
 from robogym_ros.ros.qos import COMMAND_QOS, SPEC_QOS
 from robogym_ros.sim.commands import CommandRejected, validate_command
 from robogym_ros.sim.loop import LoopConfig
-from robogym_ros.sim.physics import default_model_path
 from robogym_ros.sim.process import SimProcess
+from robogym_ros.task.scene import default_model_path
 
 EXIT_PHYSICS_DIED = 3
 STEPPING_PARAMETERS = ("real_time_factor", "max_lag_s", "seed")  # a change goes through the run-state machine

@@ -3,7 +3,7 @@ with the semantics of ros2_control's JointTrajectoryController topic interface
 (robogym_ros.sim.trajectory_follower). Validated here, whole or not at all
 (robogym_ros.sim.commands.validate_trajectory); followed on the control tick in the physics
 process. A rejection is logged with its reason and counted; nothing changes. A trajectory
-stamped far ahead of sim time (the wall clock, sim/clock_check.py) is rejected so too.
+stamped far ahead of sim time (the wall clock, nodes/sim_node/clock_check.py) is rejected so too.
 """
 from __future__ import annotations
 
@@ -13,9 +13,9 @@ from trajectory_msgs.msg import JointTrajectory
 
 from robogym_ros import contract
 from robogym_ros.contract import TopicSpec, header_stamp_ns
+from robogym_ros.nodes.sim_node.clock_check import SimClockCheck
 from robogym_ros.nodes.sim_node.diagnostics import CommandCounts
 from robogym_ros.ros.qos import COMMAND_QOS
-from robogym_ros.sim.clock_check import SimClockCheck
 from robogym_ros.sim.commands import CommandRejected, validate_trajectory
 
 JOINT_TRAJECTORY = contract.JOINT_TRAJECTORY

@@ -1,6 +1,12 @@
-"""python -m robogym_ros.nodes.viewer: the same as the robogym_viewer console script."""
+"""``robogym_viewer``, and ``python -m robogym_ros.nodes.viewer``: the same program."""
 import sys
 
-from robogym_ros.nodes.viewer.node import main
+from robogym_ros.ros.entry import run_program
 
-sys.exit(main())
+
+def main() -> int:
+    return run_program("robogym_ros.nodes.viewer.node")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -32,9 +32,9 @@ from robogym_ros.live.images import jpeg, side_by_side
 from robogym_ros.live.latest import Latest
 from robogym_ros.live.viewer_page import page
 from robogym_ros.live.viewer_server import ViewerServer
-from robogym_ros.nodes.arguments import ArgumentParser
-from robogym_ros.nodes.node_runner import StoppableNode, run_node
-from robogym_ros.nodes.sim_link import SimLink, SimUnavailable
+from robogym_ros.ros.arguments import ArgumentParser
+from robogym_ros.ros.node_runner import StoppableNode, run_node
+from robogym_ros.ros.sim_client import SimLink, SimUnavailable
 
 TOKEN_ENV = "ROBOGYM_VIEWER_TOKEN"
 CONTROL_TIMEOUT_S = 5.0  # a button's call to the sim's service answers within this
@@ -127,6 +127,3 @@ def main(argv: list[str] | None = None) -> int:
     return run_node(lambda: ViewerNode(args.host, args.port, args.token, args.jpeg_quality, args.namespace),
                     argv, errors=(ValueError, OSError))
 
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -34,8 +34,8 @@ from robogym_ros.nodes.sim_node.arm_controllers.monitor import ABORTED, CANCELED
 from robogym_ros.ros.qos import profile
 from robogym_ros.ros.stamps import stamp_msg
 from robogym_ros.sim.physics import ctrl_columns
-from robogym_ros.sim.scene import ARM_JOINTS, SIDES
 from robogym_ros.sim.tick import Tick
+from robogym_ros.task.scene import ARM_JOINTS, SIDES
 
 try:
     from control_msgs.action import FollowJointTrajectory

@@ -1,6 +1,6 @@
 """What the standard simulation services and the SimulateSteps action share: :class:`Refused`
 (a standard result code and its message), ``result``/``serve`` to answer with one, ``owning``
-the run state (nodes/sim_node/run_state.py) for a request, and the checks of a step request.
+the run state (nodes/sim_node/run_state/machine.py) for a request, and the checks of a step request.
 
 simulation_interfaces ships with every ROS install from Humble on but has no wheel on PyPI:
 without it :data:`UNAVAILABLE` says why, and nothing of this package is created.
@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from robogym_ros.nodes.sim_node.run_state import Busy, Owner, RunStates
+from robogym_ros.nodes.sim_node.run_state.machine import Busy, Owner, RunStates
 from robogym_ros.sim.process import SimProcess
 
 try:
@@ -50,7 +50,7 @@ def serve(response, action) -> object:
 
 @contextmanager
 def owning(states: RunStates, who: str) -> Iterator[Owner]:
-    """Own the run state (nodes/sim_node/run_state.py) for a standard request: another owner is
+    """Own the run state (nodes/sim_node/run_state/machine.py) for a standard request: another owner is
     RESULT_INCORRECT_STATE ("the simulator is in an incorrect state for this interface call"),
     with the machine's reason, the one every client gets."""
     try:

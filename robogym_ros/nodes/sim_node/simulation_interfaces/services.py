@@ -6,7 +6,7 @@ get_entity_state, get_entities_states, set_entity_state in ``entities``; the act
 ``~/simulate_steps`` in ``simulate_steps``; what they share in ``common``. A step is one control tick.
 
 Every request that changes the run state owns it for its call through the run-state machine
-(nodes/sim_node/run_state.py), as every other client does: while someone else owns it (a
+(nodes/sim_node/run_state/machine.py), as every other client does: while someone else owns it (a
 simulate_steps goal, a step request, a Trigger call) it is RESULT_INCORRECT_STATE with the
 machine's reason, and nothing changes. The machine's phases are the standard's states: running
 = STATE_PLAYING, paused = STATE_PAUSED, stopped = STATE_STOPPED (paused at the start of an episode
@@ -25,7 +25,7 @@ Without simulation_interfaces (no PyPI wheel) nothing here is created, and
 """
 from __future__ import annotations
 
-from robogym_ros.nodes.sim_node.run_state import PAUSED, RUNNING, STOPPED, RunStates
+from robogym_ros.nodes.sim_node.run_state.machine import PAUSED, RUNNING, STOPPED, RunStates
 from robogym_ros.nodes.sim_node.simulation_interfaces.common import (
     UNAVAILABLE,
     Refused,

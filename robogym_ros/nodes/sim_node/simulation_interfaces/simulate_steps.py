@@ -20,7 +20,7 @@ from rclpy.qos import QoSProfile
 from simulation_interfaces.action import SimulateSteps
 from simulation_interfaces.msg import Result
 
-from robogym_ros.nodes.sim_node.run_state import RunStates
+from robogym_ros.nodes.sim_node.run_state.machine import RunStates
 from robogym_ros.nodes.sim_node.simulation_interfaces.common import (
     Refused,
     blew_up,
@@ -70,7 +70,7 @@ class SimulateStepsServer:
         try:
             check_steps(steps)
             # The goal owns the run state from its first step to its last: every other client is
-            # refused meanwhile (nodes/sim_node/run_state.py), so n steps are n consecutive ticks.
+            # refused meanwhile (nodes/sim_node/run_state/machine.py), so n steps are n consecutive ticks.
             with owning(self._states, f"a simulate_steps goal ({steps} steps)") as run:
                 index = start = paused_at(self._sim)
                 try:

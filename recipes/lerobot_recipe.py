@@ -1,0 +1,174 @@
+"""LeRobot's own train and eval in the loop: export expert demonstrations, lerobot-train, lerobot-eval
+on held-out seeds; prints each command, its wall time, the training loss curve and pc_success.
+
+    .venv/bin/python recipes/lerobot_recipe.py --out robogym_out/recipe            # the README's recipe
+    .venv/bin/python recipes/lerobot_recipe.py --out robogym_out/recipe --steps 200 --demos 10 --eval-episodes 5
+
+Runs in the venv `./dev lerobot` made (LeRobot and the env plugin next to the sim). The steps are the
+README's commands ("Train and evaluate with LeRobot"), with its defaults:
+
+1. ``python -m robogym_ros.export.lerobot --rollouts N --no-cameras`` (the scripted expert, seeds
+   0 .. N-1, with ``observation.environment_state``; a state policy reads no images, so none is
+   rendered); episodes the expert did not finish are left out;
+2. ``lerobot-train --policy.type=act`` sized for a few CPU cores (no VAE, one thread: the training
+   loop and its data loading share the cores);
+3. ``lerobot-eval --env.type=robogym_handover`` with temporal ensembling on ``--eval-episodes`` seeds
+   from ``--eval-seed`` (far from the demonstrations' seeds), and the same seeds run once by the
+   scripted expert through LeRobot's own rollout, the reference the trained policy stands beside.
+
+A step whose output exists already (the dataset, a checkpoint at ``--steps``) is not run again, so a
+run can be resumed by running the same command; ``--fresh`` removes ``--out`` first. Nothing it writes
+belongs in git: outputs go under ``--out``.
+"""
+from __future__ import annotations
+
+import argparse
+import contextlib
+import io
+import json
+import os
+import re
+import shlex
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+BIN = Path(sys.executable).parent
+TASK = "hand the block to the other arm and lay it in the tray"
+# lerobot-train's log line every --log_freq steps; its step count is rounded ("2K"), so the step is
+# the line's place in the log times --log_freq
+STEP_LINE = re.compile(r"ot_train\.py:\d+ step:\S+ .*?loss:([0-9.eE+-]+)")
+
+
+def run(cmd: list[str], log: Path, env: dict | None = None) -> float:
+    """Run ``cmd`` with its output in ``log``; the wall time (s), or exit with the log's tail."""
+    print(f"$ {shlex.join(cmd)}", flush=True)
+    started = time.monotonic()
+    with open(log, "w") as out:
+        done = subprocess.run(cmd, stdout=out, stderr=subprocess.STDOUT, env={**os.environ, **(env or {})})
+    wall_s = time.monotonic() - started
+    if done.returncode != 0:
+        sys.exit(f"exit {done.returncode} after {wall_s:.0f} s; the end of {log}:\n{log.read_text()[-3000:]}")
+    print(f"  {wall_s:.0f} s, log {log}", flush=True)
+    return wall_s
+
+
+def train_command(args, dataset: Path, train: Path) -> list[str]:
+    return [str(BIN / "lerobot-train"), f"--dataset.repo_id=robogym_ros/{dataset.name}", f"--dataset.root={dataset}",
+            "--policy.type=act", "--policy.device=cpu", "--policy.push_to_hub=false",
+            "--policy.pretrained_backbone_weights=null", f"--policy.dim_model={args.dim_model}",
+            f"--policy.n_heads={args.n_heads}", f"--policy.dim_feedforward={args.dim_feedforward}",
+            f"--policy.n_encoder_layers={args.encoder_layers}", "--policy.use_vae=false",
+            f"--policy.chunk_size={args.chunk_size}", f"--policy.n_action_steps={args.chunk_size}",
+            f"--policy.optimizer_lr={args.lr}",
+            # LeRobot leaves the ENV type unnormalised by default: see --env-normalization
+            '--policy.normalization_mapping={"VISUAL": "MEAN_STD", "STATE": "MEAN_STD", '
+            f'"ENV": "{args.env_normalization}", "ACTION": "MEAN_STD"}}',
+            f"--batch_size={args.batch_size}", f"--steps={args.steps}", f"--log_freq={args.log_freq}",
+            f"--save_freq={args.save_freq or args.steps}", "--num_workers=0", "--wandb.enable=false",
+            f"--seed={args.train_seed}", f"--output_dir={train}"]
+
+
+def eval_command(args, checkpoint: Path, out: Path) -> list[str]:
+    return [str(BIN / "lerobot-eval"), "--env.type=robogym_handover", f"--policy.path={checkpoint}",
+            "--env.obs_type=environment_state_agent_pos", "--policy.temporal_ensemble_coeff=0.01",
+            "--policy.n_action_steps=1", f"--eval.n_episodes={args.eval_episodes}", "--eval.batch_size=1",
+            f"--seed={args.eval_seed}", f"--output_dir={out}"]
+
+
+def loss_curve(log: Path, log_freq: int) -> list[tuple[int, float]]:
+    """(step, training loss) of each of lerobot-train's log lines."""
+    lines = STEP_LINE.finditer(log.read_text(errors="replace"))
+    return [((k + 1) * log_freq, float(m.group(1))) for k, m in enumerate(lines)]
+
+
+def expert_reference(first_seed: int, n: int) -> float:
+    """The scripted expert's pc_success on the same seeds, scored by LeRobot's own rollout."""
+    from lerobot.envs.factory import make_env, make_env_config
+    from lerobot.processor import PolicyProcessorPipeline
+    from lerobot.scripts.lerobot_eval import rollout
+    from lerobot_env_robogym.expert_policy import ExpertPolicy
+
+    cfg = make_env_config("robogym_handover", obs_type="environment_state_agent_pos", render_mode=None)
+    env = make_env(cfg, n_envs=1)["robogym_handover"][0]
+    identity = PolicyProcessorPipeline(steps=[])
+    successes = []
+    try:
+        for seed in range(first_seed, first_seed + n):
+            with contextlib.redirect_stderr(io.StringIO()):  # rollout's progress bar, 250 lines an episode
+                data = rollout(env, ExpertPolicy(), identity, identity, identity, lambda a: a, seeds=[seed])
+            last = int(data["done"][0].float().argmax())
+            successes.append(bool(data["success"][0][: last + 1].any()))
+    finally:
+        env.close()
+    return 100.0 * sum(successes) / len(successes)
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--out", type=Path, required=True, help="where datasets, checkpoints and logs go (not git)")
+    p.add_argument("--fresh", action="store_true", help="remove --out first")
+    p.add_argument("--demos", type=int, default=200, help="expert rollouts exported (seeds 0 .. N-1)")
+    p.add_argument("--steps", type=int, default=6000, help="lerobot-train steps")
+    p.add_argument("--batch-size", type=int, default=32)
+    p.add_argument("--lr", type=float, default=1e-4)
+    p.add_argument("--dim-model", type=int, default=256)
+    p.add_argument("--n-heads", type=int, default=4)
+    p.add_argument("--dim-feedforward", type=int, default=1024)
+    p.add_argument("--encoder-layers", type=int, default=4)
+    p.add_argument("--env-normalization", default="MEAN_STD", choices=["MEAN_STD", "MIN_MAX", "IDENTITY"], help=(
+        "how the environment state is normalised: MEAN_STD like the joints (the README's recipe); IDENTITY, "
+        "LeRobot's default for it, leaves metres and quaternions as they are; MIN_MAX maps the demonstrations' "
+        "range to -1..1 (see the README for what each reached)"))
+    p.add_argument("--chunk-size", type=int, default=25, help="actions per chunk (25 = 1 s)")
+    p.add_argument("--log-freq", type=int, default=250)
+    p.add_argument("--save-freq", type=int, help="checkpoint every this many steps (default: at --steps only)")
+    p.add_argument("--train-seed", type=int, default=1000)
+    p.add_argument("--eval-episodes", type=int, default=50)
+    p.add_argument("--eval-seed", type=int, default=100000, help="the first held-out seed")
+    p.add_argument("--no-expert", action="store_true", help="skip the expert's reference run on the eval seeds")
+    args = p.parse_args(argv)
+    if args.eval_seed < args.demos:
+        p.error(f"--eval-seed {args.eval_seed} is among the demonstrations' seeds 0 .. {args.demos - 1}")
+    if args.fresh:
+        shutil.rmtree(args.out, ignore_errors=True)
+    args.out.mkdir(parents=True, exist_ok=True)
+    state, train = args.out / "demos_state", args.out / "train"
+    threads = {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}  # more threads than cores: slower, not faster
+    figures = {}
+
+    if not state.exists():
+        export = [sys.executable, "-m", "robogym_ros.export.lerobot", "--rollouts", str(args.demos), "--out",
+                  str(state), "--task", TASK, "--environment-state", "--only-success", "--no-cameras"]
+        figures["export_s"] = run(export, args.out / "export.log")
+    info = json.loads((state / "meta" / "info.json").read_text())
+    print(f"dataset: {info['total_episodes']} episodes, {info['total_frames']} frames, features "
+          f"{sorted(k for k in info['features'] if k.startswith(('observation', 'action')))}")
+
+    checkpoint = train / "checkpoints" / f"{args.steps:06d}" / "pretrained_model"
+    if not checkpoint.exists():
+        shutil.rmtree(train, ignore_errors=True)  # lerobot-train refuses an existing output_dir
+        figures["train_s"] = run(train_command(args, state, train), args.out / "train.log", threads)
+    curve = loss_curve(args.out / "train.log", args.log_freq)
+    print("loss curve (step, loss):", ", ".join(f"{s} {loss:.4g}" for s, loss in curve))
+
+    evaluation = args.out / f"eval_{args.eval_seed}_{args.eval_episodes}"
+    shutil.rmtree(evaluation, ignore_errors=True)
+    figures["eval_s"] = run(eval_command(args, checkpoint, evaluation), args.out / "eval.log", threads)
+    overall = json.loads((evaluation / "eval_info.json").read_text())["overall"]
+    print(f"held-out seeds {args.eval_seed} .. {args.eval_seed + args.eval_episodes - 1}: pc_success "
+          f"{overall['pc_success']:.1f} % of {overall['n_episodes']} episodes (lerobot-eval, "
+          f"{evaluation / 'eval_info.json'})")
+    if not args.no_expert:
+        started = time.monotonic()
+        pc = expert_reference(args.eval_seed, args.eval_episodes)
+        print(f"the scripted expert on the same seeds (LeRobot's rollout): pc_success {pc:.1f} % "
+              f"({time.monotonic() - started:.0f} s)")
+    print("wall time (s): " + ", ".join(f"{k[:-2]} {v:.0f}" for k, v in figures.items()))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,115 @@
+"""Check a LeRobot dataset of local-mode rollouts by replaying it in the env (figures, exit code).
+
+    ~/lerobot-venv/bin/python recipes/verify_rollouts.py --dataset demos [--require-success]
+
+Loads the dataset with LeRobot's own ``LeRobotDataset`` and replays each episode in a fresh
+local-mode env: ``reset(seed=sim_seed)``, then the dataset's actions, one per frame (they are
+exactly what the rollout sent, float32). Every frame's ``sim_stamp_ns``, ``observation.state``
+and ``observation.environment_state`` (where present) must equal the replayed env's at float32,
+and the timestamps be k / fps. After the last action it says how the episode ended, judged by
+the env's own success (the block placed in the tray, touching no arm, at rest): how long success
+had held at the end, and the placing gripper's opening on the last frame. ``--require-success``:
+every episode must end with success held for ``--hold-s`` (the export's default, 1 s).
+Exit 0: every figure matches; 1: a mismatch (printed); 2: usage.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+
+import numpy as np
+
+from robogym_ros.export.dataset import ENVIRONMENT_OBJECTS, ENVIRONMENT_STATE, SEED, STAMP, STATE
+from robogym_ros.export.rollouts import SUCCESS_HOLD_S, make_env
+
+
+def replay(env, seed: int, actions: np.ndarray):
+    """The env's stamps, states and object poses before each action, and the success of each step."""
+    obs, info = env.reset(seed=seed)
+    n = len(env.joint_names)
+    order = [env.object_names.index(o) for o in ENVIRONMENT_OBJECTS]
+    stamps, states, poses, placed = [], [], [], []
+    for action in actions:
+        stamps.append(int(info["stamp_ns"]))
+        states.append(obs["observation"][:n].copy())
+        poses.append(obs["observation"][env.layout.object_poses].reshape(len(env.object_names), -1)[order].ravel())
+        obs, _, terminated, truncated, info = env.step(np.asarray(action, np.float64))
+        placed.append(bool(terminated))
+        if truncated:
+            break
+    return np.array(stamps), np.array(states), np.array(poses), np.array(placed), info
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--dataset", required=True, help="the dataset's folder (the exporter's --out, from --rollouts)")
+    p.add_argument("--require-success", action="store_true", help="every episode must end with success held")
+    p.add_argument("--hold-s", type=float, default=SUCCESS_HOLD_S, help="with --require-success: how long [s]")
+    args = p.parse_args(argv)
+    from lerobot.datasets.lerobot_dataset import LeRobotDataset
+
+    ds = LeRobotDataset("robogym_ros/verify", root=args.dataset, video_backend="pyav")
+    if SEED not in ds.features:
+        print(f"{args.dataset}: no {SEED} column: not a rollouts dataset (a bag export: "
+              f"recipes/verify_lerobot_export.py)", file=sys.stderr)
+        return 2
+    rows = {k: np.asarray(v) for k, v in ds.hf_dataset.with_format("numpy")[:].items()}
+    env = make_env(cameras=(), action_repeat=round(1e9 / (ds.fps * 10_000_000)))
+    step_s = env.control_dt_ns * env.action_repeat * 1e-9
+    if abs(1.0 / step_s - ds.fps) > 1e-9:
+        print(f"the dataset's fps {ds.fps} is not the env's step rate {1 / step_s:g} Hz", file=sys.stderr)
+        return 2
+    names = [n.removesuffix(".pos") for n in ds.features[STATE]["names"]]
+    if names != list(env.joint_names):
+        print(f"the dataset's joints {names} are not the env's {env.joint_names}", file=sys.stderr)
+        return 2
+    has_env_state = ENVIRONMENT_STATE in ds.features
+    hold_steps = max(1, round(args.hold_s / step_s))
+    print(f"dataset: {ds.num_episodes} episodes, {ds.num_frames} frames at {ds.fps} fps, "
+          f"environment_state {'yes' if has_env_state else 'no'}")
+    print("episode  seed        frames  state err  env-state err  success held at the end  placing gripper [rad]")
+    problems = []
+    try:
+        for e in range(ds.num_episodes):
+            sel = rows["episode_index"] == e
+            seeds = np.unique(rows[SEED][sel])
+            if len(seeds) != 1:
+                problems.append(f"episode {e}: {len(seeds)} different seeds in one episode")
+                continue
+            seed = int(seeds[0])
+            actions = rows["action"][sel].astype(np.float64)
+            stamps, states, poses, placed, info = replay(env, seed, actions)
+            if len(stamps) != len(actions):
+                problems.append(f"episode {e}: the replay blew up after {len(stamps)} of {len(actions)} frames")
+                continue
+            got_stamps = rows[STAMP][sel].reshape(-1).astype(np.int64)
+            if not np.array_equal(got_stamps, stamps):
+                problems.append(f"episode {e}: frame stamps differ from the replay's ticks")
+            state_err = float(np.abs(rows[STATE][sel].astype(np.float64) - states.astype(np.float32)).max())
+            env_err = (float(np.abs(rows[ENVIRONMENT_STATE][sel].astype(np.float64) - poses.astype(np.float32)).max())
+                       if has_env_state else None)
+            if state_err or env_err:
+                problems.append(f"episode {e}: state error {state_err:.3g}, environment_state error {env_err}")
+            if not np.allclose(rows["timestamp"][sel], np.arange(sel.sum()) / ds.fps):
+                problems.append(f"episode {e}: timestamps are not k / fps")
+            tail = len(placed) - (np.flatnonzero(~placed)[-1] + 1 if (~placed).any() else 0)  # steps placed at the end
+            placing = "left" if float(env.unwrapped._goal[1]) > 0 else "right"
+            grip = float(states[-1][env.joint_names.index(f"{placing}_gripper")])
+            print(f"{e:7d}  {seed:<10d}  {len(stamps):6d}  {state_err:9.3g}  "
+                  f"{'-' if env_err is None else f'{env_err:.3g}':>13}  {tail * step_s:8.2f} s ({tail} steps)"
+                  f"       {placing} {grip:.2f}")
+            if args.require_success and tail < hold_steps:
+                problems.append(f"episode {e} (seed {seed}): success held {tail * step_s:.2f} s at the end, "
+                                f"not {args.hold_s:g} s ({info.get('block_speed_m_s', 0):.3g} m/s; "
+                                f"touching an arm: {info['left_touches_block'] or info['right_touches_block']})")
+    finally:
+        env.close()
+    for line in problems:
+        print("MISMATCH:", line)
+    print("OK: every episode replays to the dataset's frames" if not problems
+          else f"FAIL: {len(problems)} mismatch(es)")
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,12 @@
+"""``robogym_expert``, and ``python -m robogym_ros.nodes.expert``: the same program."""
+import sys
+
+from robogym_ros.ros.entry import run_program
+
+
+def main() -> int:
+    return run_program("robogym_ros.nodes.expert.node")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,65 @@
+"""Pause, resume, reset and step as std_srvs/Trigger services (``~/pause``, ``~/resume``,
+``~/reset``, ``~/step``), through the run-state machine (nodes/sim_node/run_state/machine.py): each owns
+the run state for its call, and is refused (success false, the owner named, nothing changed)
+while another client owns it. A reset is also answered on ``~/step_result``
+(nodes/sim_node/run_state/step_results.py) for lockstep clients.
+"""
+from __future__ import annotations
+
+from std_srvs.srv import Trigger
+
+from robogym_ros.nodes.sim_node.run_state.machine import RunStates
+from robogym_ros.nodes.sim_node.run_state.step_results import StepResults
+
+
+class RunControl:
+    """The sim's Trigger services; every answer is sent once its tick, if any, is on the wire."""
+
+    def __init__(self, node, states: RunStates, results: StepResults, control_dt_ns: int):
+        self._states, self._results, self._dt_ns = states, results, control_dt_ns
+        node.create_service(Trigger, "~/pause", self._pause)
+        node.create_service(Trigger, "~/resume", self._resume)
+        node.create_service(Trigger, "~/reset", self._reset)
+        node.create_service(Trigger, "~/step", self._step)
+
+    @staticmethod
+    def _serve(response, action):
+        try:
+            response.message = action()
+            response.success = True
+        except Exception as exc:  # noqa: BLE001 - the caller gets the reason, the node lives on
+            response.success, response.message = False, str(exc)
+        return response
+
+    def _pause(self, _request, response):
+        def pause():
+            with self._states.own("a ~/pause call") as run:
+                run.pause()
+            return "paused"
+        return self._serve(response, pause)
+
+    def _resume(self, _request, response):
+        def resume():
+            with self._states.own("a ~/resume call") as run:
+                run.resume()
+            return "running"
+        return self._serve(response, resume)
+
+    def _reset(self, _request, response):
+        def reset():
+            with self._states.own("a ~/reset call") as run:
+                draw = run.reset()
+                index, seed, scene = draw.pop("tick"), draw.pop("seed"), draw.pop("scene")
+                self._results.publish("reset", index, seed=seed, scene=scene)  # its tick still the last
+            # "tick N" first: a client finds its reset's state by that stamp (the latched
+            # history may hold older resets).
+            return (f"reset, paused; tick {index}; seed {seed}, scene {scene}; "
+                    + ", ".join(f"{k}={v}" for k, v in draw.items()))
+        return self._serve(response, reset)
+
+    def _step(self, _request, response):
+        def step():
+            with self._states.own("a ~/step call") as run:
+                index = run.step()  # answered once the tick is published: a caller may read it right away
+            return f"stepped to tick {index}, t = {index * self._dt_ns * 1e-9:.6f} s"
+        return self._serve(response, step)

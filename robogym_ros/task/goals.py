@@ -1,0 +1,207 @@
+"""The handover task's goal functions: goal, success, reward and stages (numpy only, pure functions).
+
+The goal is where a lying block's centre rests at the centre of the tray as the reset placed it
+(robogym_ros.task.placement.goal_of_tray), fixed for the episode. Success is the block placed:
+inside the tray, resting, touching no arm, at rest, judged from the physics
+(robogym_ros.task.placement). What a goal alone cannot tell (contacts, speed, where the tray has
+gone since) comes from the step's ``info``, which the env fills from the physics of that step;
+the goal decides only where the tray-shaped box is. So ``compute_reward(achieved, goal, info)``
+for a relabelled goal (HER) asks: "had the tray stood at that goal, would the block lie in it,
+released and at rest?" (the box moves with the tray: a goal is a place attached to the tray).
+
+Every function here takes batches: ``achieved_goal`` and ``desired_goal`` of shape (..., 3),
+``info`` one dict (its values broadcast), a dict of arrays (a vector env's), or an array of
+dicts of the leading shape (a relabeller's), and returns an array of the leading shape (a 0-d
+array for one goal), as ``gymnasium_robotics.core.GoalEnv`` asks.
+"""
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+
+import numpy as np
+
+from robogym_ros.task import placement
+
+REWARD_TYPES = ("sparse", "dense", "staged")
+GOAL_SIZE = 3  # x, y, z of the block's centre, world frame, m
+# The staged reward's stages, as gym-aloha stages its transfer task: the highest that holds now.
+# The placing arm is the one on the goal's side (y > 0: left), the other one picks.
+STAGES = ("none", "reach", "grasp", "lift", "handover", "release", "place")
+TOP_STAGE = len(STAGES) - 1
+
+# The info keys the goal functions read: what the physics said about the block at that step.
+FLAG_KEYS = ("left_touches_block", "right_touches_block", "left_grasps_block", "right_grasps_block",
+             "block_on_tray", "block_on_table", "block_at_rest")
+TRAY_QUAT_KEY = "tray_quat"
+TRAY_SHIFT_KEY = "tray_shift_m"
+
+
+def goal_from_tray_pose(tray_pose: np.ndarray) -> np.ndarray:
+    """Where a lying block's centre rests at the tray's centre: a new (3,) array."""
+    return placement.goal_of_tray(tray_pose)
+
+
+def placement_info(p: placement.Placement, tray_pose, goal) -> dict:
+    """The info entries of one step's placement (Python scalars; the tray's quaternion and its
+    goal's shift since the reset tuples)."""
+    c = p.contacts
+    return {
+        "left_touches_block": c.arm[0], "right_touches_block": c.arm[1],
+        "left_grasps_block": c.grasp[0], "right_grasps_block": c.grasp[1],
+        "block_on_tray": c.tray, "block_on_table": c.table,
+        "block_speed_m_s": p.speed_m_s, "block_turn_rad_s": p.turn_rad_s, "block_at_rest": p.at_rest,
+        TRAY_QUAT_KEY: tuple(float(v) for v in tray_pose[3:7]),
+        TRAY_SHIFT_KEY: tuple(placement.tray_shift(tray_pose, goal).tolist()),
+    }
+
+
+def goal_distance(achieved_goal, desired_goal) -> np.ndarray:
+    """Euclidean distance (m) over the last axis; the arithmetic of ``np.linalg.norm(axis=-1)``."""
+    a = np.asarray(achieved_goal, dtype=np.float64)
+    d = np.asarray(desired_goal, dtype=np.float64)
+    if a.shape[-1:] != (GOAL_SIZE,) or d.shape[-1:] != (GOAL_SIZE,):
+        raise ValueError(f"goals must have {GOAL_SIZE} numbers in their last axis, "
+                         f"got achieved {a.shape} and desired {d.shape}")
+    diff = a - d
+    return np.sqrt(np.add.reduce(diff * diff, axis=-1))
+
+
+def scalar_distance(achieved_goal, desired_goal) -> float:
+    """:func:`goal_distance` of one pair, in Python floats: the same value, bit for bit (the
+    same products, summed in the same order, and a correctly rounded square root), ~5x faster."""
+    x, y, z = achieved_goal[0] - desired_goal[0], achieved_goal[1] - desired_goal[1], achieved_goal[2] - desired_goal[2]
+    return math.sqrt(float(x) * float(x) + float(y) * float(y) + float(z) * float(z))
+
+
+def _info_values(info, key: str, shape: tuple[int, ...], tail: tuple[int, ...] = ()) -> np.ndarray:
+    """``info[key]`` as an array of ``shape + tail``: one dict, a dict of arrays, or dicts per goal."""
+    if isinstance(info, Mapping):
+        if key not in info:
+            raise ValueError(f"info lacks {key!r}: success needs the step's contacts and speed, which the goals "
+                             f"do not hold (pass the info the env returned with that step)")
+        return np.broadcast_to(np.asarray(info[key]), shape + tail)
+    infos = np.asarray(info, dtype=object)
+    if infos.shape != shape or not all(isinstance(i, Mapping) for i in infos.ravel()):
+        raise ValueError(f"info must be the step's info dict, a dict of arrays or one dict per goal "
+                         f"(goals of shape {shape}), got {type(info).__name__} of shape {infos.shape}")
+    try:
+        values = [i[key] for i in infos.ravel()]
+    except KeyError:
+        raise ValueError(f"an info lacks {key!r}: success needs the step's contacts and speed, which the goals "
+                         f"do not hold") from None
+    return np.array(values).reshape(shape + tail)
+
+
+def _goal_shape(achieved_goal, desired_goal) -> tuple[int, ...]:
+    return goal_distance(achieved_goal, desired_goal).shape  # checks the goals' last axis too
+
+
+def _flags(info, shape) -> dict[str, np.ndarray]:
+    return {k: _info_values(info, k, shape).astype(bool) for k in FLAG_KEYS}
+
+
+def _tray(info, shape) -> tuple[np.ndarray, np.ndarray]:
+    return (_info_values(info, TRAY_SHIFT_KEY, shape, (3,)).astype(np.float64),
+            _info_values(info, TRAY_QUAT_KEY, shape, (4,)).astype(np.float64))
+
+
+def _one(achieved_goal, desired_goal, info) -> bool:
+    """One goal and its one info dict of Python scalars (a step's): the fast scalar path."""
+    return isinstance(info, Mapping) and np.ndim(achieved_goal) == 1 and np.ndim(desired_goal) == 1 \
+        and not isinstance(info.get(FLAG_KEYS[0]), np.ndarray)
+
+
+def _get(info: Mapping, key: str):
+    if key not in info:
+        raise ValueError(f"info lacks {key!r}: success needs the step's contacts and speed, which the goals "
+                         f"do not hold (pass the info the env returned with that step)")
+    return info[key]
+
+
+def _success_one(achieved_goal, desired_goal, info: Mapping) -> bool:
+    """:func:`success` of one goal in Python scalars: the same answer as the batch (the box test
+    is the same arithmetic, robogym_ros.task.placement.inside_tray_at_one)."""
+    flags = {k: bool(_get(info, k)) for k in FLAG_KEYS}
+    _goal_shape(achieved_goal, desired_goal)
+    inside = placement.inside_tray_at_one(achieved_goal, desired_goal, _get(info, TRAY_SHIFT_KEY),
+                                          _get(info, TRAY_QUAT_KEY))
+    released = not (flags["left_touches_block"] or flags["right_touches_block"])
+    return inside and released and flags["block_at_rest"] and (flags["block_on_tray"] or flags["block_on_table"])
+
+
+def success(achieved_goal, desired_goal, info) -> np.ndarray:
+    """The block placed at the goal: inside the tray's box there, touching no arm, resting on the
+    tray or the table, at rest (robogym_ros.task.placement.placed_at). Batched; bool."""
+    if _one(achieved_goal, desired_goal, info):
+        return np.asarray(_success_one(achieved_goal, desired_goal, info))
+    shape = _goal_shape(achieved_goal, desired_goal)
+    f = _flags(info, shape)
+    shift, quat = _tray(info, shape)
+    released = ~(f["left_touches_block"] | f["right_touches_block"])
+    return np.asarray(placement.placed_at(achieved_goal, desired_goal, shift, quat, released, f["block_at_rest"],
+                                          f["block_on_tray"] | f["block_on_table"]))
+
+
+def _stage_one(achieved_goal, desired_goal, info: Mapping, placed: bool | None = None) -> int:
+    """:func:`stage` of one goal in Python scalars (the same rules, the same box test); ``placed``:
+    :func:`success` of the same, if known."""
+    f = {k: bool(_get(info, k)) for k in FLAG_KEYS}
+    placing_left = float(desired_goal[1]) > 0
+    pick, place = ("right", "left") if placing_left else ("left", "right")
+    pick_touch, pick_grasp = f[f"{pick}_touches_block"], f[f"{pick}_grasps_block"]
+    place_touch, place_grasp = f[f"{place}_touches_block"], f[f"{place}_grasps_block"]
+    off_table = not f["block_on_table"]
+    inside = placement.inside_tray_at_one(achieved_goal, desired_goal, _get(info, TRAY_SHIFT_KEY),
+                                          _get(info, TRAY_QUAT_KEY))
+    holds = (pick_touch, pick_grasp, pick_grasp and off_table and not f["block_on_tray"], place_grasp and off_table,
+             (place_grasp and not pick_touch and off_table) or (inside and not pick_touch and not place_touch),
+             _success_one(achieved_goal, desired_goal, info) if placed is None else placed)
+    return max((k for k, h in enumerate(holds, start=1) if h), default=0)
+
+
+def success_and_stage(achieved_goal, desired_goal, info: Mapping) -> tuple[bool, int]:
+    """:func:`success` and :func:`stage` of one goal and its step's info, in Python scalars (what
+    a step returns; the same as the batched functions give for it)."""
+    placed = _success_one(achieved_goal, desired_goal, info)
+    return placed, _stage_one(achieved_goal, desired_goal, info, placed)
+
+
+def stage(achieved_goal, desired_goal, info) -> np.ndarray:
+    """The staged reward's stage (int64, 0 .. TOP_STAGE), the highest that holds at this step:
+    reach (the picking arm touches the block), grasp (both its jaws do), lift (grasped, off the
+    table and tray), handover (the placing arm grasps it, off the table), release (the placing
+    arm holds it alone, off the table; or it lies in the goal's box touching no arm, not yet
+    at rest), place (success). The placing arm is the one on the goal's side."""
+    if _one(achieved_goal, desired_goal, info):
+        return np.asarray(_stage_one(achieved_goal, desired_goal, info), dtype=np.int64)
+    shape = _goal_shape(achieved_goal, desired_goal)
+    f = _flags(info, shape)
+    placing_left = np.asarray(desired_goal, np.float64)[..., 1] > 0
+    touch = {True: f["left_touches_block"], False: f["right_touches_block"]}
+    grasp = {True: f["left_grasps_block"], False: f["right_grasps_block"]}
+    pick_touch = np.where(placing_left, touch[False], touch[True])
+    pick_grasp = np.where(placing_left, grasp[False], grasp[True])
+    place_touch = np.where(placing_left, touch[True], touch[False])
+    place_grasp = np.where(placing_left, grasp[True], grasp[False])
+    off_table = ~f["block_on_table"]
+    shift, quat = _tray(info, shape)
+    in_box_free = placement.inside_tray_at(achieved_goal, desired_goal, shift, quat) & ~pick_touch & ~place_touch
+    out = np.zeros(shape, dtype=np.int64)
+    for k, holds in enumerate((pick_touch, pick_grasp, pick_grasp & off_table & ~f["block_on_tray"],
+                               place_grasp & off_table, (place_grasp & ~pick_touch & off_table) | in_box_free,
+                               success(achieved_goal, desired_goal, info)), start=1):
+        out = np.where(holds, k, out)
+    return out
+
+
+def reward(achieved_goal, desired_goal, info, reward_type: str) -> np.ndarray:
+    """sparse: 0 on success, -1 otherwise; dense: minus the distance in m; staged: (stage - 6) / 6,
+    -1 .. 0, 0 on success. float64."""
+    if reward_type == "sparse":
+        return np.where(success(achieved_goal, desired_goal, info), 0.0, -1.0)
+    if reward_type == "dense":
+        return np.negative(goal_distance(achieved_goal, desired_goal))
+    if reward_type == "staged":
+        return (stage(achieved_goal, desired_goal, info) - TOP_STAGE) / TOP_STAGE
+    raise ValueError(f"reward_type must be one of {REWARD_TYPES}, got {reward_type!r}")

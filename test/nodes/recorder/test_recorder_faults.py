@@ -1,0 +1,450 @@
+"""Issue 7 at the node level: no PASS without the data, no false alarm on correct data, and the
+diagnosis named, through the real recorder process over real DDS.
+
+The stand-in sim (an rclpy node in this process) publishes what the real sim does -- latched
+spec and run state, joint_states, ground truth, camera frames and skipped-frame reports --
+from real physics ticks, with one fault injected; the real sim is used where the fault is
+the sim's own (killed mid-run, paused, a decimation that used to false-alarm).
+"""
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+import rclpy
+from sensor_msgs.msg import Image
+from simharness import SimProcessUnderTest
+from std_msgs.msg import Header, String
+from std_srvs.srv import Trigger
+from test_recorder import (
+    FIRST,
+    PUB_QOS,
+    FaultyPublisher,
+    RecorderRun,
+    assert_no_traceback,
+    check,
+    codes,
+    events_for,
+    failing,
+    finding,
+    fresh_ns,
+    js_item,
+    make_spec,
+    recorder,
+)
+
+from robogym_ros import contract
+from robogym_ros.checks import frame_due_stamps
+from robogym_ros.contract import CameraSpec, RunState
+from robogym_ros.nodes.sim_node import tick_messages
+from robogym_ros.recorder.bag.writer import BagWriter
+from robogym_ros.ros import qos, stamps
+
+DECIMATION = 5
+CAMERAS = ("left_wrist", "overhead")
+PERIOD_NS = 50_000_000  # 5 ticks at 10 ms
+
+
+class StandInSim(FaultyPublisher):
+    """The faulty publisher plus what the real sim also publishes: run state, frames, skip reports."""
+
+    def __init__(self, ns, spec):
+        super().__init__(ns, spec)
+        n = self.node
+        self.pub["state"] = n.create_publisher(String, contract.STATE_TOPIC, qos.STATE_QOS)
+        self.pub["skips"] = n.create_publisher(Header, contract.CAMERA_SKIPS_TOPIC, PUB_QOS)
+        for cam in spec.cameras:
+            self.pub[f"img:{cam.name}"] = n.create_publisher(Image, contract.image_topic(cam.name), PUB_QOS)
+
+    def state(self, paused: bool, stamp_ns: int, reason: str) -> None:
+        self.pub["state"].publish(String(data=RunState(paused, stamp_ns, reason).to_json()))
+
+    def frame(self, camera: str, stamp_ns: int) -> None:
+        img = Image(height=6, width=8, encoding="rgb8", step=24, data=bytes(144))
+        img.header.stamp = stamps.stamp_msg(stamp_ns)
+        self.pub[f"img:{camera}"].publish(img)
+
+    def tick(self, t, names, *, frames: bool = True) -> None:
+        """What the sim publishes for tick ``t``: joint_states, ground truth and (``frames``) a frame of
+        each camera when the tick is on the camera period."""
+        self.pub["js"].publish(tick_messages.joint_state(t, names))
+        self.pub["gt"].publish(tick_messages.joint_state(t, names))
+        if frames and t.stamp_ns % PERIOD_NS == 0:
+            for cam in CAMERAS:
+                self.frame(cam, t.stamp_ns)
+
+    def skip(self, stamp_ns: int, cameras) -> None:
+        h = Header(frame_id=",".join(cameras))
+        h.stamp = stamps.stamp_msg(stamp_ns)
+        self.pub["skips"].publish(h)
+
+    def wait_matched(self, recorder, timeout_s: float = 30.0, keys=None) -> None:
+        """Until the recorder subscribes to ``keys`` (default: joint_states, truth and, with cameras,
+        every camera's images and the skip reports: a frame or skip published before its subscription
+        matched is lost on the way, and a test of the frames would judge that instead; CI saw it once,
+        a contact sheet of 2 frames instead of 6)."""
+        if keys is None:
+            images = tuple(k for k in self.pub if k.startswith("img:"))
+            keys = ("js", "gt", *images, *(("skips",) if images else ()))
+        deadline = time.monotonic() + timeout_s
+        while any(self.pub[k].get_subscription_count() < 1 for k in keys):
+            if recorder.proc.poll() is not None or time.monotonic() > deadline:
+                raise AssertionError(f"the recorder never subscribed:\n{recorder.output()}")
+            time.sleep(0.01)
+        time.sleep(0.3)
+
+
+def camera_spec(ns, physics, period_ns=PERIOD_NS, instance="standin-1", frames="skip_when_busy"):
+    from dataclasses import replace
+    cams = tuple(CameraSpec(c, f"/{ns}/{contract.image_topic(c)}", f"/{ns}/{contract.info_topic(c)}", width=8,
+                            height=6, period_s=period_ns * 1e-9) for c in CAMERAS)
+    return replace(make_spec(ns, physics), cameras=cams, instance=instance, camera_frames=frames,
+                   real_time_factor=1.0)
+
+
+def run_stand_in(tmp_path, spec, ns, script, *args, timeout_s=60.0, keys=None):
+    sim = StandInSim(ns, spec)
+    run = RecorderRun(tmp_path, *args, ns=ns)
+    try:
+        sim.wait_matched(run, keys=keys)
+        script(sim)
+        rc, out, verdict = run.wait(timeout_s)
+    finally:
+        run.stop()
+        sim.close()
+    assert_no_traceback(out)
+    return rc, out, verdict
+
+
+def paced(sim, names, ticks, period_s=0.01):
+    """The real sim's order per tick, at ``period_s`` of wall time: joint_states, then truth."""
+    for t in ticks:
+        sim.pub["js"].publish(tick_messages.joint_state(t, names))
+        sim.pub["gt"].publish(tick_messages.joint_state(t, names))
+        time.sleep(period_s)
+
+
+# ----------------------------------------------------------------------------- PASS on bad data
+
+def test_ring_overwrite_is_stated_and_the_grid_counts_every_message(ros, long_ticks, tmp_path):
+    """--capacity 100 with 400 ticks: the verdict said "received 100 of 100"; now 400, 300 overwritten."""
+    physics, ticks = long_ticks
+    base = ticks[FIRST:FIRST + 400]
+    ns = fresh_ns("overwrite")
+    rc, out, verdict = run_stand_in(tmp_path, make_spec(ns, physics), ns,
+                                    lambda sim: sim.publish(events_for(physics.joint_names, base,
+                                                                       [js_item(t) for t in base])),
+                                    "--ticks", "400", "--capacity", "100")
+    assert rc == 0, out
+    assert "note: joint_states: checked the newest 100 of 400 received; 300 overwritten by the ring" in out
+    grid = check(verdict, "tick_grid")["figures"]
+    assert grid["n_received"] == 400 and grid["n_expected"] == 400
+    window = check(verdict, "slot_error")["figures"]["window"]
+    assert (window["n_received"], window["n_in_ring"], window["n_overwritten"]) == (400, 100, 300)
+    assert "[newest 100 of 400 received: 4.010 s..5.000 s]" in check(verdict, "slot_error")["summary"]
+    # and a drop among the overwritten slots is still found: the grid has every stamp
+    items = [js_item(t) for t in base]
+    del items[50]
+    rc, out, verdict = run_stand_in(tmp_path, make_spec(ns + "b", physics), ns + "b",
+                                    lambda sim: sim.publish(events_for(physics.joint_names, base, items)),
+                                    "--ticks", "399", "--capacity", "100")
+    assert rc == 1 and finding(verdict, "tick_grid", "dropped_ticks")["figures"]["stamps_ns"] == [
+        base[50].stamp_ns], out
+
+
+@pytest.mark.long
+def test_a_stream_that_stops_fails_a_paused_sim_passes(ros, long_ticks, tmp_path):
+    physics, ticks = long_ticks
+    names = physics.joint_names
+    part = ticks[FIRST:FIRST + 150]
+
+    def stops(sim):
+        sim.state(False, 0, "start")
+        paced(sim, names, part)  # 1.5 s of ticks, then silence for the rest of --duration 4
+
+    ns = fresh_ns("stops")
+    rc, out, verdict = run_stand_in(tmp_path, make_spec(ns, physics), ns, stops, "--duration", "4")
+    assert rc == 1, out
+    f = finding(verdict, "streams", "stream_stopped")
+    assert f"joint_states stopped at sim time {part[-1].stamp_ns / 1e9:.3f} s" in f["message"]
+    assert "(wall) into the recording" in f["message"] and "did not report a pause" in f["message"]
+    assert check(verdict, "tick_grid")["status"] == "pass"  # the grid alone saw nothing wrong
+
+    def pauses(sim):
+        sim.state(False, 0, "start")
+        paced(sim, names, part)
+        sim.state(True, part[-1].stamp_ns, "pause")
+
+    ns = fresh_ns("pauses")
+    rc, out, verdict = run_stand_in(tmp_path, make_spec(ns, physics), ns, pauses, "--duration", "4")
+    assert rc == 0, out
+    streams = check(verdict, "streams")
+    assert streams["figures"]["paused_at_end"] and "paused at the end" in streams["summary"]
+
+
+@pytest.mark.long
+def test_real_sim_killed_mid_run_fails_naming_when(ros, tmp_path):
+    """Sim killed 1.4 s into --duration 12 gave "PASS ... received 137 of 137"."""
+    rc, out, verdict = record_and_kill_the_sim(tmp_path, fresh_ns("killed"), "--duration", "6", wait_s=30)
+    assert_no_traceback(out)
+    assert rc == 1, out
+    f = finding(verdict, "streams", "stream_stopped")
+    assert f["message"].startswith("joint_states stopped at sim time"), f["message"]
+    assert f["figures"]["silent_s"] > 3.0
+
+
+def test_real_sim_paused_mid_run_is_not_a_dead_sim(ros, tmp_path):
+    ns = fresh_ns("paused")
+    sim = SimProcessUnderTest(ns, tmp_path, camera_period_s=0.0)
+    node = rclpy.create_node(f"pauser_{ns}")
+    client = node.create_client(Trigger, f"/{ns}/{contract.SIM_NODE}/pause")
+    run = RecorderRun(tmp_path, "--duration", "5", "--spec-timeout", "30", ns=ns)
+    try:
+        wait_for_log(run, "spec from", 30)
+        assert client.wait_for_service(timeout_sec=20)
+        time.sleep(1.0)
+        future = client.call_async(Trigger.Request())
+        rclpy.spin_until_future_complete(node, future, timeout_sec=10)
+        assert future.result().success, future.result()
+        rc, out, verdict = run.wait(30)
+    finally:
+        run.stop()
+        node.destroy_node()
+        sim.stop()
+    assert_no_traceback(out)
+    assert rc == 0, out
+    assert check(verdict, "streams")["figures"]["paused_at_end"]
+
+
+def test_real_sim_at_decimation_10_passes(ros, tmp_path):
+    """decimation:=10 with the motion node: velocity_fd used to FAIL with gains 7.22, 2.56, ..."""
+    ns = fresh_ns("dec10")
+    sim = SimProcessUnderTest(ns, tmp_path, decimation=10, camera_period_s=0.0)
+    motion = subprocess.Popen([sys.executable, "-m", "robogym_ros.nodes.motion", "--ros-args", "-r",
+                               f"__ns:=/{ns}"], stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
+    try:
+        rc, out, verdict = recorder(tmp_path, "--duration", "5", "--spec-timeout", "30", ns=ns)
+    finally:
+        motion.send_signal(signal.SIGINT)
+        motion.wait(15)
+        sim.stop()
+    assert_no_traceback(out)
+    assert rc == 0 and codes(verdict) == [], out
+    fd = check(verdict, "velocity_fd")["figures"]
+    assert fd["n_moving_joints"] >= 10 and fd["gain_range"] == [1.0, 1.0]
+
+
+# ----------------------------------------------------------------------------- the diagnosis
+
+def test_physics_dt_velocity_on_real_data_is_named_through_the_node(ros, long_ticks, tmp_path):
+    """velocity = (q[n] - q[n-1]) / physics dt: was a generic "velocity_mismatch (gains 4.99, 4.93, ...)"."""
+    physics, ticks = long_ticks
+    names = physics.joint_names
+    base = ticks[FIRST:FIRST + 200]
+
+    def publish(sim):
+        prev = ticks[FIRST - 1]
+        for t in base:
+            sim.pub["gt"].publish(tick_messages.joint_state(t, names))
+            msg = tick_messages.joint_state(t, names)
+            msg.velocity = ((t.position - prev.position) / 0.002).tolist()  # the physics dt: the bug
+            sim.pub["js"].publish(msg)
+            prev = t
+
+    ns = fresh_ns("dtmix")
+    rc, out, verdict = run_stand_in(tmp_path, make_spec(ns, physics), ns, publish, "--ticks", "200")
+    assert rc == 1, out
+    f = finding(verdict, "velocity_reported", "velocity_factor_decimation")
+    assert "FD velocity off by 5.00x = decimation (5): physics dt used where control dt belongs" in f["message"]
+    assert set(failing(verdict)) == {"velocity_reported"}, codes(verdict)
+
+
+def test_finding_codes_have_no_spaces(ros, long_ticks, tmp_path):
+    physics, ticks = long_ticks
+    base = ticks[FIRST:FIRST + 100]
+    frozen = [js_item(t, payload=base[0]) for t in base]  # every slot the same positions: aliased
+    ns = fresh_ns("codes")
+    rc, out, verdict = run_stand_in(tmp_path, make_spec(ns, physics), ns,
+                                    lambda sim: sim.publish(events_for(physics.joint_names, base, frozen)),
+                                    "--ticks", "100")
+    assert rc == 1
+    assert ("velocity_fd", "fd_velocity_zero") in codes(verdict)
+    assert all(" " not in code for _, code in codes(verdict)), codes(verdict)
+
+
+# ----------------------------------------------------------------------------- images
+
+def frames_script(physics, ticks, skip_every=0, lose=None):
+    names = physics.joint_names
+    part = ticks[FIRST:FIRST + 300]
+    due = set(frame_due_stamps(part[0].stamp_ns, part[-1].stamp_ns, PERIOD_NS, physics.control_dt_ns).tolist())
+    skipped = set(sorted(due)[10::skip_every]) if skip_every else set()
+
+    def script(sim):
+        wait_skips_matched(sim)
+        sim.state(False, 0, "start")
+        for t in part:
+            sim.tick(t, names, frames=False)
+            if t.stamp_ns in due:
+                if t.stamp_ns in skipped:
+                    sim.skip(t.stamp_ns, CAMERAS)
+                elif t.stamp_ns != lose:
+                    for cam in CAMERAS:
+                        sim.frame(cam, t.stamp_ns)
+            time.sleep(0.004)
+        for t in ticks[FIRST + 300:FIRST + 340]:  # the sim goes on while the recorder ends
+            sim.tick(t, names)
+            time.sleep(0.004)
+    return script, sorted(due), skipped
+
+
+def wait_skips_matched(sim, timeout_s=20.0):
+    deadline = time.monotonic() + timeout_s
+    while sim.pub["skips"].get_subscription_count() < 1 or any(
+            sim.pub[f"img:{c}"].get_subscription_count() < 1 for c in CAMERAS):
+        assert time.monotonic() < deadline, "the recorder never subscribed to frames and skips"
+        time.sleep(0.01)
+    time.sleep(0.8)  # past the recorder's settle time: every frame from now on is judged
+
+
+def test_frames_the_sim_skipped_pass_frames_lost_fail(ros, long_ticks, tmp_path):
+    """real_time_factor 0 with cameras: every run FAILed "median image period 200 ms != 100 ms"."""
+    physics, ticks = long_ticks
+    script, due, skipped = frames_script(physics, ticks, skip_every=2)  # half the frames skipped, as reported
+    ns = fresh_ns("skips")
+    rc, out, verdict = run_stand_in(tmp_path, camera_spec(ns, physics), ns, script, "--ticks", "300")
+    assert rc == 0, out
+    frames = check(verdict, "images")["figures"]["frames"]
+    assert frames["n_skipped"] >= 0.4 * frames["n_due"] and frames["n_lost"] == 0, frames
+    assert check(verdict, "images")["figures"]["skips_reported"]
+
+    lose = next(s for s in reversed(due[:-10]) if s not in skipped)  # a frame published, never delivered
+    script, due, skipped = frames_script(physics, ticks, skip_every=2, lose=lose)
+    ns = fresh_ns("lost")
+    rc, out, verdict = run_stand_in(tmp_path, camera_spec(ns, physics), ns, script, "--ticks", "300")
+    assert rc == 1, out
+    f = finding(verdict, "images", "image_frames_lost")
+    assert f["figures"]["n_lost"] == 1 and "lost on the way" in f["message"]
+    assert set(failing(verdict)) == {"images"}, codes(verdict)
+
+
+@pytest.mark.long
+def test_live_camera_period_change_is_judged_stretch_by_stretch(ros, long_ticks, tmp_path):
+    physics, ticks = long_ticks
+    names = physics.joint_names
+    ns = fresh_ns("period")
+    spec1 = camera_spec(ns, physics, PERIOD_NS)
+    spec2 = camera_spec(ns, physics, 2 * PERIOD_NS)  # same instance: a live camera_period_s change
+    first, second = ticks[FIRST:FIRST + 250], ticks[FIRST + 250:FIRST + 600]
+
+    def script(sim):
+        wait_skips_matched(sim)
+        sim.state(False, 0, "start")
+        for part, period in ((first, PERIOD_NS), (second, 2 * PERIOD_NS)):
+            if period != PERIOD_NS:
+                sim.publish_spec(spec2)
+            anchor = part[0].stamp_ns
+            for t in part:
+                sim.pub["js"].publish(tick_messages.joint_state(t, names))
+                sim.pub["gt"].publish(tick_messages.joint_state(t, names))
+                if t.stamp_ns % period == 0 or (period != PERIOD_NS and t.stamp_ns == anchor):
+                    for cam in CAMERAS:
+                        sim.frame(cam, t.stamp_ns)
+                time.sleep(0.01)  # real time: the zone around the change is about 1 s either side
+
+    rc, out, verdict = run_stand_in(tmp_path, spec1, ns, script, "--ticks", "580")
+    assert rc == 0, out
+    images = check(verdict, "images")["figures"]
+    assert len(images["period_change_zones"]) == len(CAMERAS)
+    overhead = images["frames_per_camera"]["overhead"]
+    assert overhead["period_ns"] == [PERIOD_NS, 2 * PERIOD_NS], overhead  # both stretches judged
+    assert overhead["n_lost"] == 0 and overhead["n_received"] >= 15, overhead
+    assert "camera_period_s changed live 1 time (2 cameras)" in out  # one change, not one per camera
+    assert "the sim's spec changed live" in out
+
+
+# ----------------------------------------------------------------------------- offline: names
+
+def write_bag(path, physics, ticks, js_names, gt_names, gt_cols=None):
+    with BagWriter(path) as bag:
+        for t in ticks:
+            q = t.position
+            bag.write_joint_state("/joint_states", t.stamp_ns, js_names, q[:len(js_names)],
+                                  t.velocity[:len(js_names)])
+            order = slice(None) if gt_cols is None else gt_cols
+            bag.write_joint_state("/ground_truth/joint_states", t.stamp_ns, gt_names, q[order][:len(gt_names)],
+                                  t.velocity[order][:len(gt_names)])
+
+
+def test_bag_whose_truth_names_other_joints_is_a_usage_error(long_ticks, tmp_path):
+    """Same numbers, other names: was a PASS (columns matched by position)."""
+    physics, ticks = long_ticks
+    names = physics.joint_names
+    other = [n.replace("left_", "l_") for n in names]
+    write_bag(tmp_path / "renamed", physics, ticks[FIRST:FIRST + 50], names, other)
+    rc, out, verdict = recorder(tmp_path, "--bag", str(tmp_path / "renamed"))
+    assert_no_traceback(out)
+    assert rc == 2, out
+    assert "names other joints than /joint_states" in out and "never by column" in out
+    assert "only in ground truth [l_shoulder_pan" in out
+
+
+def test_bag_with_6_vs_4_joints_is_a_usage_error_not_a_traceback(long_ticks, tmp_path):
+    physics, ticks = long_ticks
+    names = physics.joint_names
+    write_bag(tmp_path / "counts", physics, ticks[FIRST:FIRST + 50], names[:6], names[:4])
+    rc, out, verdict = recorder(tmp_path, "--bag", str(tmp_path / "counts"))
+    assert_no_traceback(out)
+    assert rc == 2 and verdict["status"] == "usage_error", out
+    assert "6 joints vs 4" in out
+
+
+def test_bag_whose_truth_orders_joints_differently_is_matched_by_name(long_ticks, tmp_path):
+    physics, ticks = long_ticks
+    names = physics.joint_names
+    order = list(reversed(range(len(names))))
+    write_bag(tmp_path / "reordered", physics, ticks[FIRST:FIRST + 50], names, [names[i] for i in order],
+              gt_cols=order)
+    rc, out, verdict = recorder(tmp_path, "--bag", str(tmp_path / "reordered"))
+    assert_no_traceback(out)
+    assert rc == 0, out
+
+
+# ----------------------------------------------------------------------------- helpers
+
+def wait_for_log(run, text: str, timeout_s: float) -> None:
+    deadline = time.monotonic() + timeout_s
+    while text not in run.output():
+        if run.proc.poll() is not None or time.monotonic() > deadline:
+            raise AssertionError(f"no {text!r} from the recorder:\n{run.output()}")
+        time.sleep(0.05)
+
+
+def record_and_kill_the_sim(tmp_path, ns: str, *recorder_args: str, wait_s: float):
+    """A real sim (cameras off) and a recorder of it; the sim SIGKILLed 1.5 s after the recorder
+    has its spec. The recorder's (exit code, output, verdict)."""
+    sim = SimProcessUnderTest(ns, tmp_path, camera_period_s=0.0)
+    run = RecorderRun(tmp_path, *recorder_args, "--spec-timeout", "30", ns=ns)
+    try:
+        wait_for_log(run, "spec from", 30)
+        time.sleep(1.5)
+        kill_tree(sim.proc.pid)
+        return run.wait(wait_s)
+    finally:
+        run.stop()
+        sim.stop()
+
+
+def kill_tree(pid: int) -> None:
+    """SIGKILL a process and its children (the sim node and its physics process)."""
+    children = subprocess.run(["pgrep", "-P", str(pid)], capture_output=True, text=True).stdout.split()
+    for p in [pid, *map(int, children)]:
+        try:
+            os.kill(p, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+
