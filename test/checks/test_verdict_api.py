@@ -3,10 +3,9 @@ argument (or a no-data result), never a raw numpy error; the pure frame formula 
 the sim's camera clock; stream stops are told from pauses."""
 from __future__ import annotations
 
-import re
-
 import numpy as np
 import pytest
+from verdict_lines import frames_line
 
 from robogym_ros import checks
 from robogym_ros.camera.clock import CameraClock
@@ -263,20 +262,8 @@ def test_frames_from_the_sims_first_tick_are_on_schedule():
 
 # ----------------------------------------------------------------------------- count lines that add up
 
-FRAMES_LINE = re.compile(r"frames due (\d+) over (\S+ s)\.\.(\S+ s): received (\d+), skipped by the sim (\d+), "
-                         r"lost (\d+)(?:, missing (\d+) \([^)]*\))?(?:, in flight at the end (\d+) \([^)]*\))?"
-                         r"(?:, after the camera stopped (\d+) \(camera_stopped\))?")
 
 
-def frames_line(summary: str) -> dict:
-    """The frames line of an images summary, parsed; it must add up: due = every category named."""
-    m = FRAMES_LINE.search(summary)
-    assert m, summary
-    due, lo, hi, *rest = m.groups()
-    received, skipped, lost, missing, in_flight, after_stop = (int(v or 0) for v in rest)
-    assert int(due) == received + skipped + lost + missing + in_flight + after_stop, summary
-    return {"due": int(due), "window": (lo, hi), "received": received, "in_flight": in_flight,
-            "missing": missing, "after_stop": after_stop}
 
 
 def test_every_frame_count_line_adds_up_and_says_its_window():

@@ -244,7 +244,7 @@ def test_the_recorder_writes_the_report_it_is_asked_for(tmp_path):
     import subprocess
     import sys
 
-    from test_bag import write_sim_bag
+    from sim_bags import write_sim_bag
     write_sim_bag(tmp_path / "bag")
     cli = [sys.executable, "-m", "robogym_ros.nodes.recorder"]
     run = subprocess.run([*cli, "--bag", str(tmp_path / "bag"), "--report", str(tmp_path / "report")],

@@ -5,7 +5,7 @@ import subprocess
 import sys
 
 import pytest
-from test_verdict_api import frames_line
+from verdict_lines import frames_line
 
 from robogym_ros.recorder.bag.reader import read_bag
 

@@ -6,8 +6,8 @@ import subprocess
 import sys
 
 import pytest
-from test_recorder import RecorderRun, assert_no_traceback, fresh_ns, make_spec
-from test_recorder_faults import StandInSim
+from recorder_runs import RecorderRun, assert_no_traceback, fresh_ns, make_spec
+from stand_in_sim import StandInSim
 
 from robogym_ros.recorder.ring_memory import available_memory_bytes
 

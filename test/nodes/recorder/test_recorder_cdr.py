@@ -15,9 +15,7 @@ import numpy as np
 import pytest
 import rclpy
 from rclpy.serialization import serialize_message
-from sensor_msgs.msg import JointState
-from std_msgs.msg import String
-from test_recorder import (
+from recorder_runs import (
     N_STREAM,
     PUB_QOS,
     check,
@@ -27,6 +25,8 @@ from test_recorder import (
     run_against_publisher,
     stream,
 )
+from sensor_msgs.msg import JointState
+from std_msgs.msg import String
 
 from robogym_ros import contract
 from robogym_ros.contract import JointSpec, Spec, TopicSpec, split_stamp

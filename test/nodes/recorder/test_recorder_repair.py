@@ -8,7 +8,7 @@ import subprocess
 import sys
 
 import pytest
-from mcap_ros2.reader import read_ros2_messages
+from bag_messages import ros2_messages
 from rosbags.interfaces import QosDurability
 from rosbags.rosbag2 import Reader
 from sim_bags import write_sim_bag
@@ -27,9 +27,6 @@ def recorder_cli(*args: str) -> tuple[int, str]:
     return r.returncode, r.stdout + r.stderr
 
 
-def ros2_messages(folder) -> int:
-    (mcap,) = folder.glob("*.mcap")
-    return sum(1 for _ in read_ros2_messages(str(mcap)))
 
 
 @pytest.fixture(scope="module")

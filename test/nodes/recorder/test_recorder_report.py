@@ -13,8 +13,8 @@ import cv2
 import numpy as np
 import pytest
 from browser import Browser, chromium_path
-from test_recorder import finding, fresh_ns
-from test_recorder_faults import camera_spec, record_and_kill_the_sim, run_stand_in
+from recorder_runs import finding, fresh_ns
+from stand_in_sim import camera_spec, record_and_kill_the_sim, run_stand_in
 
 from robogym_ros.nodes.recorder.cli import parse_args
 from robogym_ros.nodes.sim_node import tick_messages

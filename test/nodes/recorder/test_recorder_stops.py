@@ -19,9 +19,9 @@ from pathlib import Path
 
 import pytest
 from mcap.reader import make_reader
+from recorder_runs import FIRST, RecorderRun, assert_no_traceback, check, fresh_ns, make_spec, recorder
 from rosbags.rosbag2 import Reader
-from test_recorder import FIRST, RecorderRun, assert_no_traceback, check, fresh_ns, make_spec, recorder
-from test_recorder_faults import StandInSim, wait_for_log
+from stand_in_sim import StandInSim, wait_for_log
 
 from robogym_ros.nodes.sim_node import tick_messages
 from robogym_ros.recorder.bag.reader import read_bag
@@ -199,7 +199,7 @@ def test_a_recording_killed_while_writing_is_recovered(ros, long_ticks, tmp_path
     assert n > 1000, out
     print(f"recovered: {note}")
     # made whole: a finalised copy that rosbags and mcap_ros2 open (the cut file gave mcap_ros2 nothing)
-    from test_recorder_repair import ros2_messages
+    from bag_messages import ros2_messages
     recovered = read_bag(bag, recover=True).recovery.n_messages
     rc, out, _ = recorder(tmp_path, "--bag", str(bag), "--repair", str(tmp_path / "fixed"))
     assert rc in (0, 1) and f"repaired copy: {tmp_path / 'fixed'} ({recovered} messages" in out, out

@@ -33,7 +33,7 @@ def test_cv_bridge_decodes_our_frames_as_rendered(make_sim):
     cv_bridge = pytest.importorskip(
         "cv_bridge", reason="cv_bridge is not installed: it comes with ROS (ros-<distro>-cv-bridge), and "
         "PyPI's cv-bridge is a ROS 1 package that breaks on NumPy 2")
-    from test_cameras import CameraObserver, render_offline, rgb
+    from camera_frames import CameraObserver, render_offline, rgb
     sim, obs = make_sim(CameraObserver, (("overhead",),), cameras=["overhead"], start_paused=True, seed=2)
     obs.wait_matched()
     obs.call("resume")
