@@ -14,7 +14,7 @@ STANDALONE = [
     "mcap",  # the recorder reads an mcap cut short (a recording killed while writing) with it
 ]
 # The Gymnasium env (robogym_ros.envs). No torch: a learner is the user's choice. OpenCV: the
-# cameras' lens (cameras=[...], render_mode); test/test_env_extras.py keeps this list whole.
+# cameras' lens (cameras=[...], render_mode); test/house/test_env_extras.py keeps this list whole.
 ENV = ["gymnasium>=1.4", "gymnasium-robotics>=1.4", "opencv-python-headless"]
 # robogym_mcp (the MCP server for LLM agents; uvicorn and anyio come with mcp). robogym_viewer needs
 # nothing beyond standalone's (OpenCV encodes its JPEG frames; the standard library serves them).

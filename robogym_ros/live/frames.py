@@ -1,7 +1,7 @@
 """Camera frames joined by tick: a frame set is every camera's image of one and the same tick.
 
 The sim renders all its cameras from the same physics state and stamps each image with that
-tick (README "Scene and cameras"), so a set is complete when each camera has an image of one
+tick (docs/sim_node.md, "Scene and cameras"), so a set is complete when each camera has an image of one
 stamp. Images arrive one camera at a time; a set still partial when a newer one completes is
 dropped, never mixed with another tick's images.
 """

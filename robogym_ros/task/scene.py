@@ -7,7 +7,7 @@ Layout (world frame, table top at z = 0): the shoulder-pan axes stand at (0, +-A
 left arm is on +y; both face +x. The block goes in front of one arm and outboard of it, the tray
 likewise at the other arm. The block's centre is 0.14 m from the near arm's pan axis and 0.47 m
 from the far arm's: whatever the yaw, the far arm's grasp point stays >= 29 mm short of the
-block (test/test_scene.py searches its joint space to show it), so it must be handed over.
+block (test/task/test_scene.py searches its joint space to show it), so it must be handed over.
 """
 from __future__ import annotations
 

@@ -17,7 +17,7 @@ def test_egl_only_when_nothing_is_chosen_and_there_is_no_display():
 
 
 def test_the_sim_node_renders_without_a_display_or_a_choice():
-    """`robogym_sim` as the README starts it on a headless machine: no MUJOCO_GL, no DISPLAY.
+    """`robogym_sim` as the docs start it on a headless machine: no MUJOCO_GL, no DISPLAY.
     Before, MuJoCo fell back to GLFW and the cameras failed ("gladLoadGL error")."""
     env = {k: v for k, v in os.environ.items() if k not in ("MUJOCO_GL", "DISPLAY", "WAYLAND_DISPLAY")}
     code = "\n".join([

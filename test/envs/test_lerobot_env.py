@@ -1,6 +1,6 @@
 """The handover as LeRobot's evaluator sees gym envs (robogym_ros.envs.lerobot_view): LeRobot's
 observation keys cut from the env's own observation, actions in rad, the env's success as a bool,
-an integer render_fps. Needs no lerobot (test/test_lerobot_plugin.py has the LeRobot side)."""
+an integer render_fps. Needs no lerobot (test/export/test_lerobot_plugin.py has the LeRobot side)."""
 from __future__ import annotations
 
 import gymnasium as gym

@@ -1,6 +1,6 @@
 """LeRobot's own tools on the sim: the env plugin (plugins/lerobot_env_robogym) makes
 ``--env.type=robogym_handover`` valid; a policy sees in the env what it saw in an exported dataset;
-LeRobot's evaluator scores the env's own success; and the README's train-and-evaluate commands
+LeRobot's evaluator scores the env's own success; and docs/lerobot.md's train-and-evaluate commands
 run. Skips, saying why, where lerobot (Python >= 3.12) or the plugin is not installed."""
 from __future__ import annotations
 
@@ -139,7 +139,7 @@ def test_lerobots_rollout_scores_the_envs_own_success():
 
 @pytest.mark.long
 def test_the_readme_commands_export_train_and_evaluate(tmp_path):
-    """The README's LeRobot commands, made small: a state-only export (--no-cameras), lerobot-train,
+    """docs/lerobot.md's LeRobot commands, made small: a state-only export (--no-cameras), lerobot-train,
     lerobot-eval --env.type=robogym_handover on the checkpoint: eval_info.json has pc_success and the
     video (PyAV needs an integer render_fps)."""
     state = tmp_path / "demos_state"

@@ -1,4 +1,4 @@
-"""`pip install '.[env]'` is what the README names for the Gymnasium env: every distribution the
+"""`pip install '.[env]'` is what docs/gymnasium.md names for the Gymnasium env: every distribution the
 env imports, cameras included, must come with that extra (directly or as a requirement of
 one of its requirements). Checked against the installed metadata, in a fresh process."""
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """The folder tells what a file may import: each tier may import only the tiers below it and
 its own third-party libraries. Walks every module's imports (function-level ones included).
 
-``pytest test/test_tiers.py -v`` lists each tier with what it imports, in the test ids.
+``pytest test/house/test_tiers.py -v`` lists each tier with what it imports, in the test ids.
 """
 from __future__ import annotations
 

@@ -5,7 +5,7 @@ leaves stray bytes in padding and after the message) and rosbags (zero padding, 
 length, as DDS delivers them). Every field decoded here must equal what rclpy's
 ``deserialize_message`` makes of the same bytes, bit for bit. Malformed bytes must raise
 CdrError and nothing else, and leave the output untouched. The live counterpart (real sim,
-real DDS, raw subscription) is test/test_cdr_live.py.
+real DDS, raw subscription) is test/wire/test_cdr_live.py.
 """
 from __future__ import annotations
 

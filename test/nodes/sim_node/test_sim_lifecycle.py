@@ -82,7 +82,7 @@ def test_a_start_up_error_is_one_fatal_line_and_exit_1(tmp_path, params, expecte
 
 
 def test_integers_are_accepted_for_double_parameters(make_sim):
-    """`-p real_time_factor:=0` arrives as an INTEGER; the README's own 'as fast as possible'."""
+    """`-p real_time_factor:=0` arrives as an INTEGER; docs/sim_node.md's own 'as fast as possible'."""
     sim, obs = make_sim(real_time_factor=0, physics_dt_s=1, camera_period_s=0)
     assert obs.spec["real_time_factor"] == 0.0 and obs.spec["physics_dt_s"] == 1.0
     assert_no_traceback(sim.output())

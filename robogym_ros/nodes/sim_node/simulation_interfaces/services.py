@@ -111,8 +111,8 @@ class SimulationInterfaces:
             f"robogym_ros MuJoCo sim. A step is one control tick ({self._control_dt_ns} ns of sim time). "
             "Sim time never goes back: a reset starts a new episode under the next stamp. SetEntityState "
             "moves the free bodies only. Entity filters: name (Python re, searched), categories, tags, bounds "
-            "(sphere or box, against each entity's world axis-aligned box). See the README section "
-            "'The ROS simulation API (simulation_interfaces)'.")
+            "(sphere or box, against each entity's world axis-aligned box). See robogym_ros's "
+            "docs/ros_standard_api.md.")
         return response
 
     def _get_state(self, _request, response):

@@ -250,7 +250,7 @@ def test_a_goal_succeeds_each_point_reached_on_time_with_feedback_and_controller
     sub = rig.obs.node.create_subscription(JointTrajectoryControllerState,
                                            rig.obs.spec["controllers"]["left_arm_controller"]["controller_state"],
                                            states.append, 10)
-    # Feedback as the server publishes it, read from the action's feedback topic as the README
+    # Feedback as the server publishes it, read from the action's feedback topic as docs/ros_standard_api.md
     # says to when every message counts: rclpy's client drops what is still queued when the
     # result arrives (on a loaded machine, the last hundred ticks or more).
     from rclpy.qos import QoSProfile
@@ -447,8 +447,8 @@ def set_real_time_factor(rig, value: float) -> None:
 
 @needs_control_msgs
 def test_a_client_with_the_readme_qos_hears_every_tick_of_a_goal_at_real_time_factor_0(rig):
-    """The README: feedback every control tick, for a reader with QoSProfile(depth=1000); rclpy's
-    ActionClient drops what is still queued when the result comes, so the README's complete
+    """docs/ros_standard_api.md: feedback every control tick, for a reader with QoSProfile(depth=1000); rclpy's
+    ActionClient drops what is still queued when the result comes, so the docs' complete
     reader takes ``<action>/_action/feedback`` itself: every tick from the one after the goal was
     taken up to the one it succeeded on, none missing, at real_time_factor 0 (a tick ~1 ms)."""
     from rclpy.qos import QoSProfile
@@ -472,7 +472,7 @@ def test_a_client_with_the_readme_qos_hears_every_tick_of_a_goal_at_real_time_fa
     expected = np.arange(taken_ns + 10_000_000, sent.reached_ns() + 1, 10_000_000)
     assert len(expected) >= 300 and np.array_equal(stamps, expected), (len(stamps), len(expected))
     # The callback of rclpy's ActionClient heard them in order, with no gap, up to where the result
-    # overtook them (what the README says is not delivered).
+    # overtook them (what the docs say is not delivered).
     callback = np.array([stamp_of(f) for f in sent.feedback])
     assert len(callback) and np.array_equal(callback, expected[:len(callback)])
 
