@@ -482,8 +482,9 @@ def test_simulate_steps_action_feedback_per_step_result_and_cancel(api):
 def test_a_client_with_the_readme_qos_gets_a_feedback_for_every_step(api):
     """The docs' client (docs/ros_standard_api.md): an rclpy ActionClient with
     feedback_sub_qos_profile=QoSProfile(depth=1000) and a feedback callback, that asks for the
-    result once the feedback says remaining_steps 0 (rclpy drops a goal's feedback that is still queued when its result comes): every step's
-    feedback, in order. The default depth of 10 lost ~20 % of them (2,962 of 3,618)."""
+    result once the feedback says remaining_steps 0 (rclpy drops a goal's feedback that is still
+    queued when its result comes): every step's feedback, in order. The default depth of 10 lost
+    ~20 % of them (2,962 of 3,618)."""
     from rclpy.action import ActionClient
     from rclpy.qos import QoSProfile
     from simulation_interfaces.action import SimulateSteps
