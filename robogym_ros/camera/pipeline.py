@@ -11,6 +11,7 @@ one arrives is dropped and handed back to the caller to count. No ROS here.
 """
 from __future__ import annotations
 
+import os
 import queue
 import threading
 from collections import deque
@@ -22,6 +23,19 @@ import numpy as np
 from robogym_ros.camera.lens import Lens
 
 _MOSAICS = 2  # one being rendered, one being finished
+# Below the thread that publishes every tick: on two busy cores the cameras (and the GL's worker
+# threads, which inherit the render thread's niceness) must not take the CPU that drains the
+# physics process's tick pipe, or physics waits for the cameras.
+CAMERA_THREAD_NICE = 5
+
+
+def lower_this_thread(nice: int = CAMERA_THREAD_NICE) -> None:
+    """Raise the calling thread's niceness by ``nice`` (Linux: per thread; always allowed)."""
+    try:
+        tid = threading.get_native_id()
+        os.setpriority(os.PRIO_PROCESS, tid, min(19, os.getpriority(os.PRIO_PROCESS, tid) + nice))
+    except (OSError, AttributeError):  # not Linux: the priority stays as it is
+        pass
 
 
 class Frame(Protocol):
@@ -98,6 +112,7 @@ class FramePipeline:
     # --- the two threads ---------------------------------------------------------------------
     def _render_loop(self) -> None:
         from robogym_ros.camera.renderer import CameraRenderer  # GL context: created on this thread
+        lower_this_thread()  # before the GL starts its worker threads: they inherit it
         try:
             renderer = CameraRenderer(self._model, self.cameras, self.lens)
         except Exception as exc:  # noqa: BLE001 - reported by the constructor
@@ -130,6 +145,7 @@ class FramePipeline:
             renderer.close()
 
     def _finish_loop(self) -> None:
+        lower_this_thread()
         views = self._renderer.views
         distort = self.lens.distort
         shape = (self.lens.height_px, self.lens.width_px, 3)
