@@ -57,8 +57,8 @@ from std_msgs.msg import String  # noqa: E402
 
 from robogym_ros import contract  # noqa: E402
 from robogym_ros.contract import JointSpec, Spec, TopicSpec  # noqa: E402
-from robogym_ros.nodes import recorder_node as rn  # noqa: E402
 from robogym_ros.nodes.recorder import cli as recorder_cli  # noqa: E402
+from robogym_ros.nodes.recorder import node as rn  # noqa: E402
 from robogym_ros.ros import qos  # noqa: E402
 from robogym_ros.ros.node_runner import events_executor  # noqa: E402
 
