@@ -82,12 +82,17 @@ def controller_joints(joint_names) -> dict[str, tuple[str, ...]]:
 
 
 class _Running:
-    """An accepted goal: its monitor, and how it ended (set once, from any thread)."""
+    """An accepted goal, from its acceptance on: its joints, its monitor once the sim has taken it
+    up, the ticks that came before that, and how it ended (set once, from any thread)."""
 
-    def __init__(self, goal_handle, monitor: GoalMonitor, columns: np.ndarray):
+    def __init__(self, goal_handle, names: tuple[str, ...], columns: np.ndarray):
         self.goal_handle = goal_handle
-        self.monitor = monitor
-        self.columns = columns  # the goal's joints in the sim's joint order
+        self.names = names  # the joints it moves (a cancel or a preemption holds or frees these)
+        self.columns = columns  # those joints in the sim's joint order
+        self.monitor: GoalMonitor | None = None
+        # Ticks published while the sim took the goal up but before its monitor existed: at
+        # real_time_factor 0 physics runs on meanwhile, and each of them needs its feedback.
+        self.backlog: list[tuple[Tick, np.ndarray]] = []
         self.outcome: Outcome | None = None
         self.event = threading.Event()
         self._lock = threading.Lock()
@@ -117,37 +122,68 @@ class ArmController:
         self.pub_state = self.node.create_publisher(JointTrajectoryControllerState, f"{name}/{STATE_TOPIC}",
                                                     profile(STATE_QOS))
         self._active: _Running | None = None
+        self._goals: dict[bytes, _Running] = {}  # accepted and not yet ended, by goal id
+        self._goals_lock = threading.Lock()
+        self._ticks_lock = threading.Lock()  # the pump's judging of a tick against the goal's start
         self._submit = threading.Lock()  # one goal at a time takes over the controller
         self._next_state_ns = 0
 
     # --- executor threads ------------------------------------------------------------------
+    def _running(self, goal_handle) -> _Running:
+        """The goal's record, made by whichever comes first: its execution or a cancel of it."""
+        key = bytes(goal_handle.goal_id.uuid)
+        with self._goals_lock:
+            running = self._goals.get(key)
+            if running is None:
+                names = tuple(n for n in goal_handle.request.trajectory.joint_names if n in self.joints)
+                columns = np.array([self.owner.joint_names.index(j) for j in names], dtype=np.int64)
+                running = self._goals[key] = _Running(goal_handle, names, columns)
+            return running
+
     def _execute(self, goal_handle):
         o = self.owner
+        running = self._running(goal_handle)
         try:
             goal = validate_goal(goal_handle.request, self.name, self.joints, o.ranges, o.now_ns())
         except GoalRejected as exc:
+            self._forget(running)
             self.node.get_logger().warning(f"goal rejected: {exc}")
             goal_handle.abort()
             return FollowJointTrajectory.Result(error_code=exc.code, error_string=str(exc))
+        running.names = tuple(goal.joint_names)  # before the goal is active: the pump reads them then
+        running.columns = np.array([o.joint_names.index(j) for j in goal.joint_names], dtype=np.int64)
         with self._submit:
-            self.preempt(f"preempted by a new goal for {self.name}")  # JTC: the old goal ends at once
-            take_up_ns, episode = o.sim.set_trajectory(goal.command, wait=True)
-            columns = np.array([o.joint_names.index(j) for j in goal.joint_names], dtype=np.int64)
-            units = tuple(o.units[j] for j in goal.joint_names)
-            running = _Running(goal_handle, GoalMonitor(goal, take_up_ns, episode, units), columns)
-            self._active = running
+            if running.outcome is None:  # not cancelled while it was validated
+                self.preempt(f"preempted by a new goal for {self.name}")  # JTC: the old goal ends at once
+                self._active = running  # from here on its ticks are kept until the monitor exists
+                take_up_ns, episode = o.sim.set_trajectory(goal.command, wait=True)
+                units = tuple(o.units[j] for j in goal.joint_names)
+                self._begin(running, GoalMonitor(goal, take_up_ns, episode, units))
         while not running.event.wait(0.05):
             if o.closing:
                 running.finish(Outcome(ABORTED, INVALID_GOAL, "the sim is shutting down"))
         return self._end(running)
+
+    def _begin(self, running: _Running, monitor: GoalMonitor) -> None:
+        """The goal's monitor takes over, first judging the ticks that came while it was made."""
+        with self._ticks_lock:
+            running.monitor = monitor
+            backlog, running.backlog = running.backlog, []
+            for tick, desired in backlog:
+                self._judge(running, tick, desired)
+
+    def _forget(self, running: _Running) -> None:
+        with self._goals_lock:
+            self._goals.pop(bytes(running.goal_handle.goal_id.uuid), None)
 
     def _end(self, running: _Running):
         outcome = running.outcome
         with self._submit:
             if self._active is running:
                 self._active = None
-        if outcome.hold and not self.owner.closing:
-            self.owner.hold(running.monitor.names)
+        self._forget(running)
+        if outcome.hold and not self.owner.closing and running.names:
+            self.owner.hold(running.names)
         gh = running.goal_handle
         if outcome.status == CANCELED:
             if outcome.cancel_requested:  # rclpy moves it to CANCELING after _on_cancel
@@ -168,12 +204,13 @@ class ArmController:
         return FollowJointTrajectory.Result(error_code=outcome.code, error_string=outcome.message)
 
     def _on_cancel(self, goal_handle):
-        running = self._active
-        if running is None or running.goal_handle != goal_handle:
-            return CancelResponse.REJECT
-        running.finish(Outcome(CANCELED, SUCCESSFUL,  # JTC's cancelled result carries code 0 too
-                               "cancelled: holding the current position", hold=True, cancel_requested=True))
-        return CancelResponse.ACCEPT
+        """JTC accepts a cancel of any goal it accepted, at every moment until the goal ends: one
+        cancelled while it was validated or handed to the sim ends CANCELED too, held where it is."""
+        running = self._running(goal_handle)
+        if running.finish(Outcome(CANCELED, SUCCESSFUL,  # JTC's cancelled result carries code 0 too
+                                  "cancelled: holding the current position", hold=True, cancel_requested=True)):
+            return CancelResponse.ACCEPT
+        return CancelResponse.REJECT  # it had ended already
 
     def preempt(self, reason: str, names=None) -> None:
         """End the running goal (if it moves any of ``names``; None: any) without a hold: something
@@ -181,24 +218,45 @@ class ArmController:
         preempt_active_goal() ends a goal a new one replaces: MoveIt tells a preempted goal
         (canceled) from a failed one (aborted)."""
         running = self._active
-        if running is not None and (names is None or set(names) & set(running.monitor.names)):
+        if running is not None and (names is None or set(names) & set(running.names)):
             running.finish(Outcome(CANCELED, INVALID_GOAL, reason))
+
+    def moves_any_of(self, names) -> tuple[str, ...]:
+        """Which of ``names`` the running goal moves (none without a goal)."""
+        running = self._active
+        return () if running is None else tuple(n for n in running.names if n in set(names))
+
+    def shut_down(self) -> None:
+        """End the running goal, aborted: the sim is shutting down."""
+        running = self._active
+        if running is not None:
+            running.finish(Outcome(ABORTED, INVALID_GOAL, "the sim is shutting down"))
 
     # --- pump thread ---------------------------------------------------------------------
     def on_tick(self, tick: Tick, desired: np.ndarray) -> None:
         running = self._active
-        if running is not None and running.outcome is None and running.monitor.owns(tick.stamp_ns):
-            c = running.columns
-            outcome = running.monitor.update(tick.stamp_ns, tick.episode, desired[c], tick.position[c],
-                                             tick.velocity[c])
-            if outcome is None or outcome.status == SUCCEEDED:  # JTC: feedback on the last tick too
-                self._feedback(running, tick, desired)
-            if outcome is not None:
-                running.finish(outcome)
+        if running is not None and running.outcome is None:
+            with self._ticks_lock:
+                if running.monitor is None:
+                    running.backlog.append((tick, desired))
+                else:
+                    self._judge(running, tick, desired)
         if tick.stamp_ns >= self._next_state_ns:
             self._next_state_ns = tick.stamp_ns - tick.stamp_ns % STATE_PERIOD_NS + STATE_PERIOD_NS
             if self.pub_state.get_subscription_count():
                 self._publish_state(tick, desired)
+
+    def _judge(self, running: _Running, tick: Tick, desired: np.ndarray) -> None:
+        """One tick of the goal: feedback, and its end where the monitor says so."""
+        if running.outcome is not None or not running.monitor.owns(tick.stamp_ns):
+            return
+        c = running.columns
+        outcome = running.monitor.update(tick.stamp_ns, tick.episode, desired[c], tick.position[c],
+                                         tick.velocity[c])
+        if outcome is None or outcome.status == SUCCEEDED:  # JTC: feedback on the last tick too
+            self._feedback(running, tick, desired)
+        if outcome is not None:
+            running.finish(outcome)
 
     def _feedback(self, running: _Running, tick: Tick, desired: np.ndarray) -> None:
         c = running.columns
@@ -319,18 +377,15 @@ class ArmControllers:
     def _preempt(self, names, source: str) -> None:
         names = list(names)
         for c in self.controllers.values():
-            running = c._active
-            if running is not None and set(names) & set(running.monitor.names):
-                shared = [n for n in running.monitor.names if n in names]
+            shared = c.moves_any_of(names)
+            if shared:
                 c.preempt(f"preempted by a {source} for {', '.join(repr(n) for n in shared)}", names)
 
     def close(self) -> None:
         """End every goal (aborted: the sim is shutting down), stop spinning, destroy the nodes."""
         self.closing = True
         for c in self.controllers.values():
-            running = c._active
-            if running is not None:
-                running.finish(Outcome(ABORTED, INVALID_GOAL, "the sim is shutting down"))
+            c.shut_down()
         if self._thread is not None:
             self._thread.join(1.0)
             self.executor.shutdown(timeout_sec=1.0)

@@ -356,6 +356,35 @@ def test_cancel_holds_the_current_position(rig):
 
 
 @needs_control_msgs
+def test_a_cancel_sent_as_soon_as_the_goal_is_accepted_cancels_it(rig):
+    """JTC accepts a cancel of any goal it accepted, at every moment: a client that cancels from
+    the goal response's own callback (MoveIt cancels often) lands while the goal is validated or
+    handed to the sim. Each of 20 ends CANCELED, with the cancel accepted, and the joint stops far
+    short of its target (a 2 s move of 1 rad)."""
+    start = current(rig, [ELBOW])[0]
+    target = start - 1.0 if start > 0 else start + 1.0
+    for attempt in range(20):
+        cancels = []
+
+        def cancel_at_once(future):
+            cancels.append(future.result().cancel_goal_async())
+
+        future = rig.clients["left_arm_controller"].send_goal_async(goal_msg([ELBOW], [((target,), 2.0)]))
+        future.add_done_callback(cancel_at_once)
+        rig.obs.wait_for(lambda: cancels and cancels[0].done(), 10, "the cancel's answer")
+        answer = cancels[0].result()
+        assert answer.return_code == 0 and len(answer.goals_canceling) == 1, (attempt, answer)
+        result = future.result().get_result_async()
+        rig.obs.wait_for(result.done, 10, "the goal's result")
+        status, text = result.result().status, result.result().result.error_string
+        assert status == CANCELED, (attempt, status, text)
+        moved = abs(current(rig, [ELBOW])[0] - start)
+        assert moved < 0.3, (attempt, moved, text)  # held where it was, not at the target
+        start = current(rig, [ELBOW])[0]
+        target = start - 1.0 if start > 0 else start + 1.0
+
+
+@needs_control_msgs
 @pytest.mark.parametrize("source", ["joint_commands", "joint_trajectory"])
 def test_a_topic_message_for_its_joints_preempts_the_goal_and_says_so(rig, source):
     from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
