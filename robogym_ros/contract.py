@@ -190,6 +190,34 @@ class StepResult:
             raise ValueError(f"step result is not valid ({type(exc).__name__}: {exc}): {text[:80]!r}") from None
 
 
+# --- the answers of the Trigger services (~/pause, ~/resume, ~/reset, ~/step: message = to_json()) --
+@dataclass(frozen=True)
+class RunAnswer:
+    """What a granted ``~/pause``, ``~/resume``, ``~/reset`` or ``~/step`` did, at which tick
+    (pause, resume: the last tick before; reset: its own tick; step: the tick stepped to), and a
+    reset's seed, scene and draw. A refusal (success false) carries prose, never this."""
+    action: str  # "pause" | "resume" | "reset" | "step"
+    paused: bool
+    tick: int
+    t_s: float  # the tick's sim time
+    seed: int | None = None
+    scene: int | None = None
+    draw: Mapping[str, Any] = field(default_factory=dict)  # a reset's draw (block_side, ...)
+
+    def to_json(self) -> str:
+        return json.dumps({k: v for k, v in asdict(self).items() if v is not None and v != {}}, sort_keys=True)
+
+    @classmethod
+    def from_json(cls, text: str) -> "RunAnswer":
+        try:
+            d = json.loads(text)
+            return cls(action=str(d["action"]), paused=bool(d["paused"]), tick=int(d["tick"]),
+                       t_s=float(d["t_s"]), seed=_int_or_none(d.get("seed")), scene=_int_or_none(d.get("scene")),
+                       draw=dict(d.get("draw", {})))
+        except (ValueError, KeyError, TypeError, AttributeError) as exc:
+            raise ValueError(f"run answer is not valid ({type(exc).__name__}: {exc}): {text[:80]!r}") from None
+
+
 # --- the spec --------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class JointSpec:

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import signal
 import subprocess
 import sys
@@ -23,6 +22,7 @@ import numpy as np
 
 from robogym_ros import contract
 from robogym_ros.checks import frame_due_stamps
+from robogym_ros.contract import RunAnswer
 
 ROOT = Path(__file__).parents[2]
 # one command per episode (rad, inside each joint's range); the other joints hold the reset pose
@@ -78,7 +78,7 @@ def record(obs, out: Path) -> dict:
             if e:
                 reply = obs.call("reset")
                 assert reply.success, reply.message
-                resets.append(int(re.search(r"tick (\d+)", reply.message).group(1)) * dt)
+                resets.append(RunAnswer.from_json(reply.message).tick * dt)
             obs.send(list(command), list(command.values()))  # paused: it drives the episode from its next tick
             obs.wait_for(lambda: obs.diag_values().get("commands_accepted") == str(e + 1), 5, "the command accepted")
             n = len(obs.snapshot(obs.truth))

@@ -13,6 +13,7 @@ from simharness import new_namespace
 from std_msgs.msg import Header
 
 from robogym_ros import contract
+from robogym_ros.contract import RunAnswer
 from robogym_ros.ros.qos import COMMAND_QOS, STREAM_QOS
 from robogym_ros.ros.sim_client import SimLink, SimUnavailable
 from robogym_ros.ros.stamps import stamp_msg
@@ -36,17 +37,20 @@ def test_the_link_takes_what_the_sim_publishes_and_calls_its_services(make_sim):
         assert {f.stamp_ns for f in newest.frames.frames} == {newest.stamp_ns}
         obs.wait_for(lambda: link.diagnostics is not None, 20, "the sim's diagnostics")
         assert link.run_state is not None and link.run_state.paused is False
-        assert link.call("pause", 10.0) == (True, "paused")
+        ok, message = link.call("pause", 10.0)
+        assert ok and RunAnswer.from_json(message).action == "pause" and RunAnswer.from_json(message).paused
         obs.wait_for(lambda: link.run_state.paused, 10, "the pause state")
         ok, message = link.call("reset", 10.0)
-        assert ok and message.startswith("reset, paused; tick ")
+        answer = RunAnswer.from_json(message)
+        assert ok and answer.action == "reset" and answer.paused and answer.tick > 0
         obs.wait_for(lambda: link.last_reset is not None and link.last_reset.reason == "reset", 10, "the reset state")
         # the sim's report of a frame it skipped (published here as the sim publishes it)
         skips = node.create_publisher(Header, contract.CAMERA_SKIPS_TOPIC, STREAM_QOS)
         obs.wait_for(lambda: skips.get_subscription_count() >= 1, 10, "the link's skip subscription")
         skips.publish(Header(stamp=stamp_msg(1_230_000_000), frame_id="left_wrist,right_wrist,overhead"))
         obs.wait_for(lambda: 1_230_000_000 in link.skipped_frames, 10, "the skip report")
-        assert link.call("resume", 10.0) == (True, "running")
+        ok, message = link.call("resume", 10.0)
+        assert ok and RunAnswer.from_json(message).action == "resume" and not RunAnswer.from_json(message).paused
     finally:
         executor.remove_node(node)
         executor.shutdown()

@@ -29,7 +29,6 @@ from __future__ import annotations
 import atexit
 import itertools
 import os
-import re
 import threading
 import time
 
@@ -44,7 +43,7 @@ from std_srvs.srv import Trigger
 from trajectory_msgs.msg import JointTrajectory
 
 from robogym_ros import contract
-from robogym_ros.contract import Spec
+from robogym_ros.contract import RunAnswer, Spec
 from robogym_ros.envs.ros.namespaces import normalize_namespace
 from robogym_ros.envs.ros.step_request import StepRequestEncoder
 from robogym_ros.envs.ros.ticks import SimUnavailable, TickReader
@@ -53,7 +52,6 @@ from robogym_ros.sim.tick import Tick
 
 __all__ = ["RosBackend", "SimUnavailable", "SeedNotHonoured"]
 
-_RESET_TICK = re.compile(r"^reset, paused; tick (\d+);")
 _names = itertools.count()
 
 
@@ -185,14 +183,15 @@ class RosBackend:
         if seed is not None:
             self._set_seed(int(seed))
         message = self._trigger("reset")
-        m = _RESET_TICK.match(message)
-        if m is None:
-            raise RuntimeError(f"{self._where} answered reset with {message!r}, which names no tick "
-                               "(a robogym_sim older than this env?)")
-        stamp = int(m.group(1)) * self.control_dt_ns
+        try:
+            answer = RunAnswer.from_json(message)
+        except ValueError as exc:
+            raise RuntimeError(f"{self._where} answered reset with {message!r}, not a run answer "
+                               f"(a robogym_sim older than this env?): {exc}") from None
+        stamp = answer.tick * self.control_dt_ns
         r = self._reader
         result = r.wait(lambda: r.result(("reset",), stamp_ns=stamp), self.timeout_s,
-                        lambda: f"the answer to the reset at tick {m.group(1)} did not arrive from {self._where} "
+                        lambda: f"the answer to the reset at tick {answer.tick} did not arrive from {self._where} "
                                 f"within {self.timeout_s:g} s (is the sim still running?)")
         if seed is not None and (result.seed, result.scene) != (seed, 1):
             raise SeedNotHonoured(

@@ -11,7 +11,6 @@ Every wait is bounded by ``timeout_s`` (``step``: per tick).
 from __future__ import annotations
 
 import math
-import re
 import time
 from dataclasses import asdict, dataclass, field
 
@@ -19,7 +18,7 @@ from trajectory_msgs.msg import JointTrajectoryPoint
 
 from robogym_ros import contract
 from robogym_ros.camera.clock import frame_tick
-from robogym_ros.contract import NS_PER_S, Spec
+from robogym_ros.contract import NS_PER_S, RunAnswer, Spec
 from robogym_ros.live.images import png
 from robogym_ros.live.observation import Observation
 from robogym_ros.ros.sim_client import SimLink, SimUnavailable
@@ -32,8 +31,6 @@ TASK = ("Two SO-101 arms behind a table, a red block and a red tray. Each object
         "next to it can reach, so the block must be handed from one arm to the other and laid in the tray.")
 SUCCESS = ("the block's centre within 30 mm of where a lying block rests at the tray's centre (the goal the "
            "reset's draw implies; the Gymnasium env's success test, robogym_ros/task/goals.py)")
-_RESET = re.compile(r"tick (\d+); seed (-?\d+), scene (\d+)")
-_STEPPED = re.compile(r"tick (\d+)")
 
 
 class Refused(ValueError):
@@ -46,6 +43,11 @@ class Answer:
 
     data: dict
     images: list[tuple[str, bytes]] = field(default_factory=list)  # (camera, PNG), in data["images"] order
+
+
+def _answer_data(answer: RunAnswer) -> dict:
+    """The sim's typed answer as tool data (a reset's draw included; no empty fields)."""
+    return {k: v for k, v in asdict(answer).items() if v is not None and v != {}}
 
 
 def _number(text: str):
@@ -309,8 +311,9 @@ class SimTools:
         ok, message = self._service(name)
         if not ok:
             raise self._refuse(f"the sim refused {name}: {message}")
-        self._await_state(lambda s: s.paused == (name == "pause"))
-        return Answer({"success": ok, "message": message, "paused": name == "pause"})
+        answer = RunAnswer.from_json(message)
+        self._await_state(lambda s: s.paused == answer.paused)
+        return Answer({"success": ok, **_answer_data(answer)})
 
     def _await_state(self, predicate) -> None:
         """Until this server's view of the run state shows what the sim just answered (bounded:
@@ -333,13 +336,10 @@ class SimTools:
                 if not done:
                     raise self._refuse(f"the sim refused step: {message}")
                 raise self._refuse(f"stepped {done} of {ticks} ticks, then the sim refused: {message}")
-        found = _STEPPED.search(message)
-        data = {"stepped": done + 1, "message": message}
-        if found:
-            data["tick"] = int(found.group(1))
-            stamp = data["tick"] * self._spec().control_dt_ns
-            self._await_state(lambda s: s.paused and s.stamp_ns >= stamp)
-        return Answer(data)
+        answer = RunAnswer.from_json(message)
+        stamp = answer.tick * self._spec().control_dt_ns
+        self._await_state(lambda s: s.paused and s.stamp_ns >= stamp)
+        return Answer({"stepped": done + 1, **_answer_data(answer)})
 
     def reset(self, seed: int | None = None) -> Answer:
         if seed is not None:
@@ -351,13 +351,10 @@ class SimTools:
         ok, message = self._service("reset")
         if not ok:
             raise self._refuse(f"the sim refused reset: {message}")
-        data = {"success": ok, "message": message, "paused": True}
-        found = _RESET.search(message)
-        if found:
-            data.update(tick=int(found.group(1)), seed=int(found.group(2)), scene=int(found.group(3)))
-            stamp = data["tick"] * self._spec().control_dt_ns
-            self._await_state(lambda s: s.reason == "reset" and s.stamp_ns == stamp)
-        return Answer(data)
+        answer = RunAnswer.from_json(message)
+        stamp = answer.tick * self._spec().control_dt_ns
+        self._await_state(lambda s: s.reason == "reset" and s.stamp_ns == stamp)
+        return Answer({"success": ok, **_answer_data(answer)})
 
     # --- status -----------------------------------------------------------------------------
     def status(self) -> Answer:

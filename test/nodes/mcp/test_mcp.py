@@ -109,7 +109,7 @@ async def drive(agent, watcher: SimWatcher) -> None:
 
     # pause, step, resume and reset: the sim's own services, the sim's own answers
     paused, _ = await agent.ok("pause")
-    assert paused["message"] == "paused"
+    assert paused["action"] == "pause" and paused["paused"] is True
     watcher.wait_for(lambda: watcher.snapshot(watcher.states)[-1].reason == "pause", 10, "the pause state")
     pause_state = watcher.snapshot(watcher.states)[-1]
     assert pause_state.paused
@@ -120,7 +120,8 @@ async def drive(agent, watcher: SimWatcher) -> None:
     assert max(stamps) == last  # nothing moves while paused: no tick after it
     n = len(stamps)
     stepped, _ = await agent.ok("step", ticks=12)
-    assert stepped["stepped"] == 12 and stepped["message"].startswith(f"stepped to tick {last // dt_ns + 12},")
+    assert stepped["stepped"] == 12 and stepped["tick"] == last // dt_ns + 12
+    assert stepped["action"] == "step" and stepped["t_s"] == stepped["tick"] * dt_ns / 1e9
     watcher.wait_for(lambda: len(watcher.snapshot(watcher.joint_states)) >= n + 12, 10, "12 stepped ticks")
     new = [header_stamp_ns(m) for m in watcher.snapshot(watcher.joint_states)[n:]]
     assert new == [last + k * dt_ns for k in range(1, 13)]  # exactly 12 ticks, one control dt apart
@@ -138,12 +139,13 @@ async def drive(agent, watcher: SimWatcher) -> None:
     assert is_error and "ticks must be a whole number in 1..1000" in text
 
     reset, _ = await agent.ok("reset", seed=3)
-    assert reset["seed"] == 3 and reset["scene"] == 1 and reset["message"].startswith("reset, paused; tick ")
+    assert reset["seed"] == 3 and reset["scene"] == 1 and reset["paused"] is True
+    assert reset["action"] == "reset" and reset["draw"]["block_side"] in ("left", "right")
     watcher.wait_for(lambda: watcher.snapshot(watcher.states)[-1].reason == "reset", 10, "the reset state")
     state = watcher.snapshot(watcher.states)[-1]
     assert state.paused and (state.seed, state.scene) == (3, 1) and state.stamp_ns == reset["tick"] * dt_ns
     resumed, _ = await agent.ok("resume")
-    assert resumed["message"] == "running"
+    assert resumed["action"] == "resume" and resumed["paused"] is False
     watcher.wait_for(lambda: watcher.snapshot(watcher.states)[-1].reason == "resume", 10, "the resume state")
     is_error, text, _, _ = await agent.call("step")
     assert is_error and "the sim refused step: step is only allowed while paused" in text

@@ -13,6 +13,7 @@ from rclpy.serialization import deserialize_message
 from sensor_msgs.msg import JointState
 from simharness import MODELS, Observer
 
+from robogym_ros.contract import RunAnswer
 from robogym_ros.nodes.sim_node.node import SimNode
 from robogym_ros.params import SIM_PARAMS
 from robogym_ros.ros.stamps import stamp_msg, stamp_ns
@@ -238,7 +239,8 @@ def test_pause_step_reset_resume_and_a_monotonic_clock(make_sim):
 
     before_reset = obs.snapshot(obs.joint_states)[-1]
     reply = obs.call("reset")
-    assert reply.success and "paused" in reply.message
+    answer = RunAnswer.from_json(reply.message)
+    assert reply.success and answer.action == "reset" and answer.paused
     # The reset is a tick of its own, published before the answer: the latest joint_states
     # shows the new episode at once, under the next stamp on the grid.
     reset_tick = obs.snapshot(obs.joint_states)[-1]
