@@ -1,8 +1,9 @@
 """A client of one running sim through its public interface only (README "The sim node"): the
 latched spec and run state, its /diagnostics status, joint_states, the camera images, and
 optionally ground-truth object poses; the pause/resume/step/reset Trigger services, the live
-``seed`` parameter, ``joint_commands`` and ``joint_trajectory``. Shared by robogym_mcp and
-robogym_viewer.
+``seed`` parameter, ``joint_commands`` and ``joint_trajectory``. The one client of a running sim:
+robogym_mcp, robogym_viewer and the Gymnasium env over ROS (envs/ros/backend.py, which takes its
+ticks and step results itself, envs/ros/ticks.py) build on it.
 
 Everything it receives is taken on the node's executor thread; readers on other threads (tool
 calls, HTTP handlers) read and wait through the ObservationBuffer and the ``changed`` counter.
@@ -32,7 +33,7 @@ from std_srvs.srv import Trigger
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
 from robogym_ros import contract
-from robogym_ros.contract import QosSpec, RunState, Spec
+from robogym_ros.contract import QosSpec, RunAnswer, RunState, Spec
 from robogym_ros.live.frames import Frame, FrameSet
 from robogym_ros.live.observation import ObservationBuffer
 from robogym_ros.ros.qos import COMMAND_QOS, DIAGNOSTICS_QOS, SPEC_QOS, STATE_QOS, STREAM_QOS, profile
@@ -48,13 +49,26 @@ class SimUnavailable(RuntimeError):
     """The sim did not answer in time; the message says what was waited for, and how long."""
 
 
-class SimLink:
-    """The sim in the namespace of ``node``, as its public topics and services show it."""
+class SimRefused(RuntimeError):
+    """The sim answered a call with a refusal; nothing changed. The message has the sim's reason."""
 
-    def __init__(self, node, *, joints: bool = True, objects: bool = False,
+
+class SimBusy(RuntimeError):
+    """The sim refused because another client owned its run state at that moment; nothing
+    changed, so the same request may be sent again (``retryable``)."""
+
+    retryable = True
+
+
+class SimClient:
+    """The sim in the namespace of ``node``, as its public topics and services show it.
+    ``joints``, ``objects``, ``cameras``: which streams to take (the env takes its own)."""
+
+    def __init__(self, node, *, joints: bool = True, objects: bool = False, cameras: bool = True,
                  on_frame_set: Callable[[FrameSet], None] | None = None,
                  on_change: Callable[[], None] | None = None):
         self.node = node
+        self._take_cameras = cameras
         self._log = node.get_logger()
         self._on_frame_set, self._on_change = on_frame_set, on_change
         self._cv = threading.Condition()
@@ -115,7 +129,7 @@ class SimLink:
         self._bump()
 
     def _subscribe_cameras(self, spec: Spec) -> None:
-        wanted = {c.image_topic: c.name for c in spec.cameras}
+        wanted = {c.image_topic: c.name for c in spec.cameras} if self._take_cameras else {}
         for topic in [t for t in self._cameras if t not in wanted]:
             self.node.destroy_subscription(self._cameras.pop(topic))
         for topic, camera in wanted.items():
@@ -230,6 +244,22 @@ class SimLink:
         client = self._services[service]
         return self._call(client, Trigger.Request(), timeout_s, lambda r: (r.success, r.message))
 
+    def trigger(self, service: str, timeout_s: float) -> RunAnswer:
+        """What the sim's granted ``service`` Trigger did; SimRefused with the sim's reason if it
+        refused, SimUnavailable after ``timeout_s``."""
+        ok, message = self.call(service, timeout_s)
+        if not ok:
+            raise SimRefused(f"the sim refused {service}: {message}")
+        return RunAnswer.from_json(message)
+
+    def wait_services(self, timeout_s: float) -> None:
+        """Until every service of the sim is there; SimUnavailable naming the first missing."""
+        deadline = time.monotonic() + timeout_s
+        for name, client in [*self._services.items(), ("set_parameters", self._parameters)]:
+            if not client.wait_for_service(timeout_sec=max(deadline - time.monotonic(), 0.0)):
+                raise SimUnavailable(f"the sim's service {name} did not appear in {self.namespace} "
+                                     f"within {timeout_s:g} s")
+
     def set_seed(self, seed: int, timeout_s: float) -> tuple[bool, str]:
         """Set the sim's live ``seed`` parameter (the next reset draws that seed's first scene)."""
         request = SetParameters.Request(parameters=[Parameter(
@@ -284,3 +314,6 @@ class SimLink:
         point = JointTrajectoryPoint(positions=[float(v) for v in targets.values()])
         point.time_from_start.sec, point.time_from_start.nanosec = sec, nanosec
         self._trajectories.publish(JointTrajectory(joint_names=list(targets), points=[point]))
+
+
+SimLink = SimClient  # the name MCP tools written against the earlier client still use

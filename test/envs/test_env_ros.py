@@ -18,8 +18,8 @@ import pytest
 
 import robogym_ros.envs  # noqa: F401  (registers the env)
 from robogym_ros.envs import HandoverEnv
-from robogym_ros.envs.ros.ticks import SimUnavailable
 from robogym_ros.envs.vector.sim_fleet import SimFleet, sim_command
+from robogym_ros.ros.sim_client import SimUnavailable
 
 ROOT = Path(__file__).parents[2]
 SIM_PARAMS = {"start_paused": True, "camera_period_s": 0.0}

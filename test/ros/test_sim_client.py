@@ -15,14 +15,14 @@ from std_msgs.msg import Header
 from robogym_ros import contract
 from robogym_ros.contract import RunAnswer
 from robogym_ros.ros.qos import COMMAND_QOS, STREAM_QOS
-from robogym_ros.ros.sim_client import SimLink, SimUnavailable
+from robogym_ros.ros.sim_client import SimClient, SimUnavailable
 from robogym_ros.ros.stamps import stamp_msg
 
 
 def test_the_link_takes_what_the_sim_publishes_and_calls_its_services(make_sim):
     _sim, obs = make_sim()
     node = rclpy.create_node("link_under_test", namespace=f"/{obs.namespace}")
-    link = SimLink(node, joints=True)
+    link = SimClient(node, joints=True)
     executor = SingleThreadedExecutor()
     executor.add_node(node)
     thread = threading.Thread(target=executor.spin, daemon=True)
@@ -65,7 +65,7 @@ def test_inputs_wait_for_the_sims_reader_to_match_and_say_so_when_none_does(ros)
     namespace = f"/{new_namespace('link')}"
     node = rclpy.create_node("link_under_test", namespace=namespace)
     reader_node = rclpy.create_node("stand_in_sim", namespace=namespace)
-    link = SimLink(node, joints=False)
+    link = SimClient(node, joints=False)
     executor = SingleThreadedExecutor()
     executor.add_node(node)
     executor.add_node(reader_node)

@@ -22,7 +22,7 @@ raises. A reset's answer is found by the tick the service names, so nothing of t
 (the latched run states a new reader gets) can be mistaken for it.
 
 Answers and ticks are taken by the calling thread (envs/ros/ticks.py); an executor thread
-serves only the spec and the service clients.
+serves only the sim client (ros/sim_client.py: the spec, the services, the seed; no streams).
 """
 from __future__ import annotations
 
@@ -33,24 +33,22 @@ import threading
 import time
 
 import rclpy
-from rcl_interfaces.msg import Parameter, ParameterType, ParameterValue
-from rcl_interfaces.srv import SetParameters
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.signals import SignalHandlerOptions
 from sensor_msgs.msg import JointState
-from std_msgs.msg import String
-from std_srvs.srv import Trigger
 from trajectory_msgs.msg import JointTrajectory
 
 from robogym_ros import contract
-from robogym_ros.contract import RunAnswer, Spec
+from robogym_ros.contract import RunAnswer
 from robogym_ros.envs.ros.namespaces import normalize_namespace
 from robogym_ros.envs.ros.step_request import StepRequestEncoder
-from robogym_ros.envs.ros.ticks import SimUnavailable, TickReader
+from robogym_ros.envs.ros.ticks import TickReader
 from robogym_ros.ros import qos
+from robogym_ros.ros.sim_client import SimBusy, SimClient, SimUnavailable
 from robogym_ros.sim.tick import Tick
 
-__all__ = ["RosBackend", "SimUnavailable", "SeedNotHonoured"]
+__all__ = ["RosBackend", "SimBusy", "SimUnavailable", "SeedNotHonoured"]
+BUSY_RETRY_S = 0.005  # between sends of a step another client's call refused (it changed nothing)
 
 _names = itertools.count()
 
@@ -68,7 +66,6 @@ class RosBackend:
         self.timeout_s = float(timeout_s)
         self._where = f"the sim in {self.namespace or '/'}"
         self._cv = threading.Condition()
-        self._spec: Spec | None = None
         self._callback_error = ""  # the last exception a callback raised, for timeout messages
         self._resets = 0
         self._last_index: int | None = None
@@ -92,25 +89,24 @@ class RosBackend:
         node_name = f"robogym_env_{os.getpid()}_{next(_names)}"
         kwargs = dict(context=self._context, start_parameter_services=False, enable_rosout=False)
         self._node = n = rclpy.create_node(node_name, namespace=ns or "/", **kwargs)
-        n.create_subscription(String, f"{ns}/{contract.SPEC_TOPIC}", self._on_spec, qos.SPEC_QOS)
+        self._client = SimClient(n, joints=False, cameras=False)
         if self.realtime:
             self._commands = n.create_publisher(JointState, f"{ns}/{contract.JOINT_COMMANDS}", qos.COMMAND_QOS)
         else:
             self._commands = n.create_publisher(JointTrajectory, f"{ns}/{contract.STEP_REQUEST_TOPIC}",
                                                 qos.COMMAND_QOS)
-        self._services = {s: n.create_client(Trigger, f"{ns}/{contract.SIM_NODE}/{s}")
-                          for s in ("reset", "resume", "pause")}
-        self._params = n.create_client(SetParameters, f"{ns}/{contract.SIM_NODE}/set_parameters")
         self._executor = SingleThreadedExecutor(context=self._context)
         self._executor.add_node(n)
         self._thread = threading.Thread(target=self._spin, name=f"{node_name}_spin", daemon=True)
         self._thread.start()
 
         where = f"no robogym_sim answers in namespace {ns or '/'!r}"
-        self._wait(lambda: self._spec is not None, f"{where} (no latched spec within {{t}} s; "
-                   f"start one: python -m robogym_ros.nodes.sim_node --ros-args -r __ns:={ns or '/'} "
-                   "-p start_paused:=true)")
-        spec = self._spec
+        try:
+            spec = self._client.wait_spec(self.timeout_s)
+        except SimUnavailable:
+            raise SimUnavailable(f"{where} (no latched spec within {self.timeout_s:g} s; start one: python -m "
+                                 f"robogym_ros.nodes.sim_node --ros-args -r __ns:={ns or '/'} "
+                                 "-p start_paused:=true)") from None
         self.joint_names = spec.joint_names
         self.joint_ranges = [(j.lower, j.upper) for j in spec.joints]
         self.object_names = list(spec.objects)
@@ -125,9 +121,7 @@ class RosBackend:
                    + ("" if self.realtime else " (a robogym_sim older than lockstep step requests?)"))
         self._wait(self._reader.matched, f"{where}: its step results{' and ticks' if self.realtime else ''} "
                    "did not match within {t} s")
-        for name, client in [*self._services.items(), ("set_parameters", self._params)]:
-            if not client.wait_for_service(timeout_sec=self.timeout_s):
-                raise SimUnavailable(f"{where}: service {name} did not appear within {self.timeout_s:g} s")
+        self._client.wait_services(self.timeout_s)
 
     def _spin(self) -> None:
         while self._context.ok():
@@ -137,16 +131,6 @@ class RosBackend:
                 if not self._context.ok():
                     return  # shut down under the spin: nothing left to serve
                 self._callback_error = f"{type(exc).__name__}: {exc}"
-
-    def _on_spec(self, msg: String) -> None:
-        try:
-            spec = Spec.from_json(msg.data)
-        except ValueError as exc:
-            self._callback_error = f"the sim's spec is not valid: {exc}"
-            return
-        with self._cv:
-            self._spec = spec
-            self._cv.notify_all()
 
     # --- waiting and calling ---------------------------------------------------------------
     def _wait(self, predicate, what: str) -> None:
@@ -161,32 +145,18 @@ class RosBackend:
                     raise SimUnavailable(what.format(t=f"{self.timeout_s:g}") + error)
                 self._cv.wait(min(remaining, 0.02))
 
-    def _call(self, client, request, name: str):
-        """One request; its answer, or SimUnavailable after the timeout."""
-        future = client.call_async(request)
-        done = threading.Event()
-        future.add_done_callback(lambda _f: done.set())
-        if not done.wait(self.timeout_s):
-            client.remove_pending_request(future)
-            raise SimUnavailable(f"service {name} of {self._where} did not answer within {self.timeout_s:g} s "
-                                 "(is the sim still running?)")
-        return future.result()
-
-    def _trigger(self, name: str) -> str:
-        response = self._call(self._services[name], Trigger.Request(), name)
-        if not response.success:
-            raise RuntimeError(f"the sim refused {name}: {response.message}")
-        return response.message
+    def _trigger(self, name: str) -> RunAnswer:
+        """The sim's answer; SimRefused (a RuntimeError) if it refused, SimUnavailable after the timeout."""
+        return self._client.trigger(name, self.timeout_s)
 
     # --- the backend interface ------------------------------------------------------------
     def reset(self, seed: int | None) -> Tick:
         if seed is not None:
             self._set_seed(int(seed))
-        message = self._trigger("reset")
         try:
-            answer = RunAnswer.from_json(message)
+            answer = self._trigger("reset")
         except ValueError as exc:
-            raise RuntimeError(f"{self._where} answered reset with {message!r}, not a run answer "
+            raise RuntimeError(f"{self._where} answered reset with no run answer "
                                f"(a robogym_sim older than this env?): {exc}") from None
         stamp = answer.tick * self.control_dt_ns
         r = self._reader
@@ -207,11 +177,9 @@ class RosBackend:
         return tick
 
     def _set_seed(self, seed: int) -> None:
-        value = ParameterValue(type=ParameterType.PARAMETER_INTEGER, integer_value=seed)
-        request = SetParameters.Request(parameters=[Parameter(name="seed", value=value)])
-        result = self._call(self._params, request, "set_parameters").results[0]
-        if not result.successful:
-            raise ValueError(f"reset(seed={seed}): {self._where} did not take the seed: {result.reason}")
+        ok, reason = self._client.set_seed(seed, self.timeout_s)
+        if not ok:
+            raise ValueError(f"reset(seed={seed}): {self._where} did not take the seed: {reason}")
 
     def step(self, targets: dict[str, float], n_ticks: int) -> Tick:
         if self._last_index is None:
@@ -223,11 +191,21 @@ class RosBackend:
         names = tuple(targets)
         if self._encoder is None or self._encoder.joint_names != names:
             self._encoder = StepRequestEncoder(names)
-        self._commands.publish(self._encoder.encode(start_ns, list(targets.values()), n_ticks * dt))
+        request = self._encoder.encode(start_ns, list(targets.values()), n_ticks * dt)
         r = self._reader
-        result = r.wait(lambda: r.result(("step", "step_refused"), from_stamp_ns=start_ns), self.timeout_s,
-                        lambda: f"the answer to the step request from tick {last} ({n_ticks} ticks) did not "
-                                f"arrive from {self._where} within {self.timeout_s:g} s (is the sim still running?)")
+        deadline = time.monotonic() + self.timeout_s
+        while True:  # sent again while another client's call owns the run state, up to the timeout
+            self._commands.publish(request)
+            result = r.wait(lambda: r.result(("step", "step_refused", "step_busy"), from_stamp_ns=start_ns),
+                            self.timeout_s, lambda: f"the answer to the step request from tick {last} ({n_ticks} "
+                            f"ticks) did not arrive from {self._where} within {self.timeout_s:g} s (is the sim "
+                            "still running?)")
+            if result.reason != "step_busy":
+                break
+            if time.monotonic() >= deadline:
+                raise SimBusy(f"{self._where} stayed busy for {self.timeout_s:g} s; the step from tick {last} "
+                              f"was refused, nothing changed: {result.detail}")
+            time.sleep(BUSY_RETRY_S)
         if result.reason == "step_refused":
             raise RuntimeError(f"{self._where} refused the step from tick {last}: {result.detail}")
         index = result.stamp_ns // dt

@@ -29,6 +29,7 @@ from std_msgs.msg import String
 from robogym_ros import contract
 from robogym_ros.contract import RunState, StepResult
 from robogym_ros.ros import qos
+from robogym_ros.ros.sim_client import SimUnavailable
 from robogym_ros.sim.tick import Tick
 from robogym_ros.wire.decode import decode_joint_state, decode_pose_array
 
@@ -36,10 +37,6 @@ FRAMES_KEPT = 512  # stamps kept per stream while waiting for their partner; old
 STATES_KEPT = 1024  # run states kept
 _STAMP = struct.Struct("<iI")  # header.stamp, right after the 4-byte CDR encapsulation
 T = TypeVar("T")
-
-
-class SimUnavailable(RuntimeError):
-    """No sim answered in the namespace given, or it stopped answering."""
 
 
 def _ignore(_msg) -> None:  # never called: nothing spins this node

@@ -24,8 +24,10 @@ import argparse
 import math
 import os
 import sys
+from dataclasses import asdict
 
 from robogym_ros import contract
+from robogym_ros.contract import RunAnswer
 from robogym_ros.live.guard import check_bind
 from robogym_ros.live.hub import FrameHub
 from robogym_ros.live.images import jpeg, side_by_side
@@ -34,7 +36,7 @@ from robogym_ros.live.viewer_page import page
 from robogym_ros.live.viewer_server import ViewerServer
 from robogym_ros.ros.arguments import ArgumentParser
 from robogym_ros.ros.node_runner import StoppableNode, run_node
-from robogym_ros.ros.sim_client import SimLink, SimUnavailable
+from robogym_ros.ros.sim_client import SimClient, SimRefused, SimUnavailable
 
 TOKEN_ENV = "ROBOGYM_VIEWER_TOKEN"
 CONTROL_TIMEOUT_S = 5.0  # a button's call to the sim's service answers within this
@@ -49,6 +51,15 @@ def _float_or_none(text: str | None):
     return value if math.isfinite(value) else None
 
 
+
+def _said(answer: RunAnswer) -> str:
+    """The sim's typed answer as the page's one line."""
+    if answer.action == "reset":
+        return f"paused, tick {answer.tick}: scene {answer.scene} of seed {answer.seed}"
+    if answer.action == "step":
+        return f"paused at tick {answer.tick} ({answer.t_s:.3f} s)"
+    return "paused" if answer.paused else "running"
+
 class ViewerNode(StoppableNode):
     """The sim's cameras and run state, served on ``host:port``."""
 
@@ -57,7 +68,7 @@ class ViewerNode(StoppableNode):
         super().__init__(f"robogym_viewer_{os.getpid()}", namespace=namespace or "", **kwargs)
         self.hub = FrameHub(lambda frame_set: jpeg(side_by_side(frame_set), jpeg_quality), on_error=self._on_error)
         self.state: Latest[dict] = Latest()
-        self.link = SimLink(self, joints=False, on_frame_set=self.hub.offer, on_change=self._publish_state)
+        self.link = SimClient(self, joints=False, on_frame_set=self.hub.offer, on_change=self._publish_state)
         self.server = ViewerServer(host, port, hub=self.hub, state=self.state, page=page(self.link.namespace),
                                    control=self._control, token=token).start()
         self.create_timer(1.0, self._publish_state)  # a sim that went away without a word
@@ -87,10 +98,10 @@ class ViewerNode(StoppableNode):
 
     def _control(self, name: str) -> dict:
         try:
-            ok, message = self.link.call(name, CONTROL_TIMEOUT_S)
-        except SimUnavailable as exc:
+            answer = self.link.trigger(name, CONTROL_TIMEOUT_S)
+        except (SimUnavailable, SimRefused) as exc:
             return {"ok": False, "message": str(exc)}
-        return {"ok": ok, "message": message}
+        return {"ok": True, "message": _said(answer), "answer": asdict(answer)}
 
     def destroy_node(self):
         if self.server is not None:
