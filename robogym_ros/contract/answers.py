@@ -45,7 +45,9 @@ class StepResult:
     its last tick (float64 values; JSON writes the shortest text that reads back to the same
     double, so they arrive bit for bit), or why the request was refused.
     """
-    reason: str  # "step" | "reset" | "step_refused" (nothing changed; ``detail`` says why)
+    # "step" | "reset" | "step_refused" (nothing changed; ``detail`` says why) | "step_busy"
+    # (refused, nothing changed, because another client owned the run state: worth sending again)
+    reason: str
     stamp_ns: int  # the tick of the record (refused: the sim's last tick)
     from_stamp_ns: int | None = None  # a step request's header.stamp: which request this answers
     blew_up: bool = False  # a blow-up ended the step early, at ``stamp_ns`` (the scene was reset)

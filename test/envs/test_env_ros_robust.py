@@ -10,6 +10,7 @@ import signal
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 
 import numpy as np
@@ -204,8 +205,41 @@ def test_a_sim_killed_mid_step_is_sim_unavailable_naming_what_was_awaited(tmp_pa
     assert "terminate called" not in run.stderr, run.stderr
     assert run.returncode == 1, run.stderr
     last = run.stderr.strip().splitlines()[-1]
-    assert last.startswith("robogym_ros.envs.ros.ticks.SimUnavailable: the answer to the step request from tick "), last
+    assert last.startswith("robogym_ros.ros.sim_client.SimUnavailable: the answer to the step request from tick "), last
     assert f"did not arrive from the sim in /{sim.namespace} within 5 s (is the sim still running?)" in last, last
     seconds = float(run.stdout.split("raised ")[1].split(" s")[0])
     assert seconds <= 5.0 + 1.0, run.stdout  # the timeout, plus the step under way when it died
     assert os.path.exists(sim.log.name)
+
+
+def test_a_lockstep_step_meeting_another_clients_call_is_sent_again_and_stays_bit_equal_to_local(make_sim):
+    """#32.7: another client spamming ~/pause owns the run state for a moment, again and again; a
+    step request meeting it is refused with nothing changed ("step_busy"), so the env sends it
+    again: no step raises, and every observation equals local mode's, bit for bit."""
+    sim, observer = make_sim(seed=5, **SIM_PARAMS)
+    env = HandoverEnv(mode="ros_lockstep", namespace=sim.namespace)
+    local = HandoverEnv()
+    stop, pauses = threading.Event(), []
+
+    def spam() -> None:
+        while not stop.is_set():
+            pauses.append(observer.call("pause").success)
+
+    try:
+        obs, _ = env.reset(seed=5)
+        assert_same_observation(obs, local.reset(seed=5)[0], "reset:")
+        spammer = threading.Thread(target=spam, daemon=True)
+        spammer.start()
+        actions = np.random.default_rng(0).uniform(-1, 1, (80, *env.action_space.shape)).astype(np.float32)
+        for k, action in enumerate(actions):
+            obs = env.step(action)[0]  # a plain RuntimeError here is the bug
+            assert_same_observation(obs, local.step(action)[0], f"step {k}:")
+        stop.set()
+        spammer.join(10)
+        # The two met: pause calls were refused while a step owned the run state, and the calls went on
+        # throughout (so step requests met the pauses' ownership too).
+        assert len(pauses) > 20 and pauses.count(False) > 0, (len(pauses), pauses.count(False))
+    finally:
+        stop.set()
+        env.close()
+        local.close()

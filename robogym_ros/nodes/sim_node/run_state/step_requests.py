@@ -23,7 +23,7 @@ from trajectory_msgs.msg import JointTrajectory
 
 from robogym_ros import contract
 from robogym_ros.contract import TopicSpec, header_stamp_ns, join_stamp
-from robogym_ros.nodes.sim_node.run_state.machine import RunStates
+from robogym_ros.nodes.sim_node.run_state.machine import Busy, RunStates
 from robogym_ros.nodes.sim_node.run_state.step_results import StepResults
 from robogym_ros.ros.qos import COMMAND_QOS
 from robogym_ros.sim.commands import CommandRejected, validate_command
@@ -91,7 +91,8 @@ class StepRequests:
             if not self._sim.alive:  # the physics process is gone: the node is stopping anyway
                 return
             # The last tick handled, not the physics' own count: that would wait for an owner's long step.
-            self._results.publish("step_refused", self._states.last_handled,
+            # "step_busy": another client owned the run state, so the same request may be sent again.
+            self._results.publish("step_busy" if isinstance(exc, Busy) else "step_refused", self._states.last_handled,
                                   from_index=from_index_of(msg, self._dt_ns), detail=str(exc))
             self._log.warning(f"step request refused: {exc}")
             return
