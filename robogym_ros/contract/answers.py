@@ -8,6 +8,10 @@ from typing import Any, Mapping
 
 from robogym_ros.contract.names import int_or_none
 
+# A refusal (a Trigger's success false, a refused parameter, a step result's detail) whose reason
+# starts so: refused only because another client owned the run state; nothing changed, worth again.
+BUSY_PREFIX = "busy: "
+
 
 # --- the run state (latched on STATE_TOPIC, one message per change) ---------------------------
 @dataclass(frozen=True)

@@ -53,7 +53,7 @@ class SimRefused(RuntimeError):
     """The sim answered a call with a refusal; nothing changed. The message has the sim's reason."""
 
 
-class SimBusy(RuntimeError):
+class SimBusy(SimRefused):
     """The sim refused because another client owned its run state at that moment; nothing
     changed, so the same request may be sent again (``retryable``)."""
 
@@ -249,7 +249,8 @@ class SimClient:
         refused, SimUnavailable after ``timeout_s``."""
         ok, message = self.call(service, timeout_s)
         if not ok:
-            raise SimRefused(f"the sim refused {service}: {message}")
+            raise (SimBusy if message.startswith(contract.BUSY_PREFIX) else SimRefused)(
+                f"the sim refused {service}: {message}")
         return RunAnswer.from_json(message)
 
     def wait_services(self, timeout_s: float) -> None:

@@ -20,7 +20,7 @@ from simharness import new_namespace, start_sim
 import robogym_ros.envs  # noqa: F401  (registers the env)
 from robogym_ros import contract
 from robogym_ros.envs import HandoverEnv
-from robogym_ros.envs.ros.backend import SeedNotHonoured
+from robogym_ros.envs.ros.backend import SeedNotHonoured, SimBusy
 
 SIM_PARAMS = {"start_paused": True, "camera_period_s": 0.0}
 
@@ -241,5 +241,51 @@ def test_a_lockstep_step_meeting_another_clients_call_is_sent_again_and_stays_bi
         assert len(pauses) > 20 and pauses.count(False) > 0, (len(pauses), pauses.count(False))
     finally:
         stop.set()
+        env.close()
+        local.close()
+
+
+def test_a_seeded_reset_meeting_another_clients_step_raises_sim_busy_never_a_value_error(make_sim):
+    """#32.7: a seeded reset whose seed or reset call meets another client's long step request
+    (it owns the run state) raises SimBusy (retryable), never ValueError; one that goes through
+    is local mode's scene."""
+    from robogym_ros.envs.ros.step_request import StepRequestEncoder
+    from robogym_ros.ros.stamps import stamp_ns
+
+    sim, observer = make_sim(seed=5, **SIM_PARAMS)
+    pub, _ = step_request_channel(sim, observer)
+    env = HandoverEnv(mode="ros_lockstep", namespace=sim.namespace)
+    local = HandoverEnv()
+    stop, outcomes = threading.Event(), []
+
+    def spam() -> None:  # 300 ticks from the newest tick, again and again
+        encoder = None
+        while not stop.is_set():
+            ticks = observer.snapshot(observer.joint_states)
+            if ticks:
+                last = ticks[-1]
+                encoder = encoder or StepRequestEncoder(tuple(last.name))
+                pub.publish(encoder.encode(stamp_ns(last.header.stamp), list(last.position),
+                                           300 * env.unwrapped.control_dt_ns))
+            time.sleep(0.01)
+
+    spammer = threading.Thread(target=spam, daemon=True)
+    try:
+        env.reset(seed=0)
+        spammer.start()
+        for seed in range(30):
+            try:
+                obs, _ = env.reset(seed=seed)
+            except SimBusy as exc:  # a ValueError or a plain RuntimeError here is the bug
+                assert exc.retryable and "busy: " in str(exc), exc
+                outcomes.append("busy")
+                continue
+            assert_same_observation(obs, local.reset(seed=seed)[0], f"reset(seed={seed}):")
+            outcomes.append("reset")
+        print(f"seeded resets under step requests: {outcomes.count('reset')} done, {outcomes.count('busy')} busy")
+        assert outcomes.count("reset") > 0 and outcomes.count("busy") > 0, outcomes  # the two met
+    finally:
+        stop.set()
+        spammer.join(10)
         env.close()
         local.close()

@@ -179,7 +179,8 @@ class RosBackend:
     def _set_seed(self, seed: int) -> None:
         ok, reason = self._client.set_seed(seed, self.timeout_s)
         if not ok:
-            raise ValueError(f"reset(seed={seed}): {self._where} did not take the seed: {reason}")
+            error = SimBusy if contract.BUSY_PREFIX in reason else ValueError
+            raise error(f"reset(seed={seed}): {self._where} did not take the seed: {reason}")
 
     def step(self, targets: dict[str, float], n_ticks: int) -> Tick:
         if self._last_index is None:

@@ -32,6 +32,7 @@ from contextlib import contextmanager
 
 from std_msgs.msg import String
 
+from robogym_ros import contract
 from robogym_ros.contract import RunState
 from robogym_ros.ros.qos import STATE_QOS
 from robogym_ros.sim.process import SimProcess
@@ -84,8 +85,8 @@ class RunStates:
     def claim(self, who: str) -> "Owner":
         """Own the run state until :meth:`Owner.release` (a parameter batch: checked, then applied)."""
         if not self._owning.acquire(blocking=False):
-            raise Busy(f"busy: {self._owner or 'another client'} owns the run state; nothing was changed "
-                       "(a simulate_steps goal: cancel it or wait for its result; else try again once it answered)")
+            raise Busy(f"{contract.BUSY_PREFIX}{self._owner or 'another client'} owns the run state; "
+                       "nothing was changed (a simulate_steps goal: cancel it or wait for its result; else try again once it answered)")
         self._owner = who
         return Owner(self, who)
 
