@@ -86,7 +86,8 @@ class RunStates:
         """Own the run state until :meth:`Owner.release` (a parameter batch: checked, then applied)."""
         if not self._owning.acquire(blocking=False):
             raise Busy(f"{contract.BUSY_PREFIX}{self._owner or 'another client'} owns the run state; "
-                       "nothing was changed (a simulate_steps goal: cancel it or wait for its result; else try again once it answered)")
+                       "nothing was changed (a simulate_steps goal: cancel it or wait for its result; "
+                       "else try again once it answered)")
         self._owner = who
         return Owner(self, who)
 
