@@ -16,7 +16,7 @@ from dataclasses import asdict, dataclass, field
 
 from trajectory_msgs.msg import JointTrajectoryPoint
 
-from robogym_ros import contract
+from robogym_ros import contract, params
 from robogym_ros.camera.clock import frame_tick
 from robogym_ros.contract import NS_PER_S, RunAnswer, Spec
 from robogym_ros.live.images import png
@@ -343,8 +343,9 @@ class SimTools:
 
     def reset(self, seed: int | None = None) -> Answer:
         if seed is not None:
-            if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
-                raise self._refuse(f"refused, nothing reset: seed must be a whole number >= 0, got {seed!r}")
+            top = int(params.SIM["seed"].maximum)  # the sim's seed parameter's range, defined once
+            if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed <= top:
+                raise self._refuse(f"refused, nothing reset: seed must be a whole number in 0..{top}, got {seed!r}")
             ok, reason = self.link.set_seed(seed, self.timeout_s)
             if not ok:
                 raise self._refuse(f"the sim refused seed {seed}, nothing reset: {reason}")

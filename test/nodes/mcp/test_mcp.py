@@ -138,6 +138,9 @@ async def drive(agent, watcher: SimWatcher) -> None:
     is_error, text, _, _ = await agent.call("step", ticks=0)
     assert is_error and "ticks must be a whole number in 1..1000" in text
 
+    for seed in (2**63, 2**31, -1):  # beyond the sim's seed range: refused with the range, nothing reset
+        is_error, text, _, _ = await agent.call("reset", seed=seed)
+        assert is_error and "seed must be a whole number in 0..2147483647" in text, text
     reset, _ = await agent.ok("reset", seed=3)
     assert reset["seed"] == 3 and reset["scene"] == 1 and reset["paused"] is True
     assert reset["action"] == "reset" and reset["draw"]["block_side"] in ("left", "right")
