@@ -28,6 +28,7 @@ from robogym_ros.nodes.sim_node.run_state.step_requests import StepRequests
 from robogym_ros.nodes.sim_node.run_state.step_results import StepResults
 from robogym_ros.nodes.sim_node.run_state.trigger_services import RunControl
 from robogym_ros.nodes.sim_node.simulation_interfaces.services import SimulationInterfaces
+from robogym_ros.nodes.sim_node.second_instance import SecondInstanceCheck
 from robogym_ros.nodes.sim_node.spec import build_spec
 from robogym_ros.nodes.sim_node.ticks import TickPublisher
 from robogym_ros.nodes.sim_node.trajectory_subscriber import TrajectorySubscriber
@@ -57,6 +58,8 @@ class SimNode(StoppableNode):
         super().__init__(contract.SIM_NODE, **kwargs)
         p = self.params = parameters.declare(self, SIM_PARAMS, self._on_parameter, check=self._check_parameter,
                                              admit=self._admit_parameters)
+        # listens for another sim's latched spec while this one is built (second_instance.py)
+        second = None if p["allow_second_instance"] else SecondInstanceCheck(self)
         self.config = LoopConfig(
             model_path=p["model"] or default_model_path(), physics_dt_s=p["physics_dt_s"],
             decimation=p["decimation"], seed=p["seed"], real_time_factor=p["real_time_factor"],
@@ -81,6 +84,8 @@ class SimNode(StoppableNode):
         self.step_requests = StepRequests(self, self.sim, self.run_states, self.step_results, dt_ns, self.ranges)
         self.sim_api = SimulationInterfaces(self, self.sim, self.run_states,  # the standard API
                                             self.config.model_path, dt_ns)
+        if second is not None:
+            second.refuse_if_found()
         self.pub_spec = self.create_publisher(String, "~/spec", SPEC_QOS)  # = contract.SPEC_TOPIC
         self.create_subscription(JointState, contract.JOINT_COMMANDS, self._on_command, COMMAND_QOS)
         self.diagnostics = SimDiagnostics(self, self.sim, p["diagnostics_period_s"], self._figures)
