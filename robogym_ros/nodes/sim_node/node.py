@@ -27,8 +27,8 @@ from robogym_ros.nodes.sim_node.run_state.machine import Busy, RunStates
 from robogym_ros.nodes.sim_node.run_state.step_requests import StepRequests
 from robogym_ros.nodes.sim_node.run_state.step_results import StepResults
 from robogym_ros.nodes.sim_node.run_state.trigger_services import RunControl
-from robogym_ros.nodes.sim_node.simulation_interfaces.services import SimulationInterfaces
 from robogym_ros.nodes.sim_node.second_instance import SecondInstanceCheck
+from robogym_ros.nodes.sim_node.simulation_interfaces.services import SimulationInterfaces
 from robogym_ros.nodes.sim_node.spec import build_spec
 from robogym_ros.nodes.sim_node.ticks import TickPublisher
 from robogym_ros.nodes.sim_node.trajectory_subscriber import TrajectorySubscriber
