@@ -21,6 +21,7 @@ from robogym_ros.camera.lens import Lens
 from robogym_ros.nodes.sim_node import parameters
 from robogym_ros.nodes.sim_node.arm_controllers.controllers import ArmControllers
 from robogym_ros.nodes.sim_node.cameras import start_cameras
+from robogym_ros.nodes.sim_node.clock_check import SimClockCheck
 from robogym_ros.nodes.sim_node.description import DescriptionPublisher
 from robogym_ros.nodes.sim_node.diagnostics import CommandCounts, SimDiagnostics
 from robogym_ros.nodes.sim_node.run_state.machine import Busy, RunStates
@@ -74,9 +75,11 @@ class SimNode(StoppableNode):
         self.frames = DescriptionPublisher(self, self.config.model_path, self.description.objects)
         # FollowJointTrajectory servers where control_msgs is; commands reach physics through them
         self.controllers = ArmControllers(self, self.sim, self.description.joints, self.config.model_path)
+        # one stamp check for both command inputs: joint_commands warn, trajectories are refused
+        self.clock = SimClockCheck(self, self._physics_now_ns, self.commands)
         self.trajectories = TrajectorySubscriber(  # "now" for a trajectory stamped 0: physics time
-            self, self.controllers, self.ranges, counts=self.commands,
-            now_ns=lambda: self.sim.status().tick_index * self.description.control_dt_ns)
+            self, self.controllers, self.ranges, counts=self.commands, now_ns=self._physics_now_ns,
+            clock=self.clock)
         dt_ns = self.description.control_dt_ns
         self.run_states = RunStates(self, self.sim, dt_ns)  # every client changes the run state through it
         self.step_results = StepResults(self, dt_ns)
@@ -104,6 +107,9 @@ class SimNode(StoppableNode):
             f"{len(self.ranges)} joints, physics dt {self.config.physics_dt_s * 1e3:g} ms, control dt "
             f"{self.description.control_dt_ns * 1e-6:g} ms, real_time_factor "
             f"{self.config.real_time_factor:g}{', paused' if p['start_paused'] else ''}")
+
+    def _physics_now_ns(self) -> int:
+        return self.sim.status().tick_index * self.description.control_dt_ns
 
     def _on_tick(self, tick) -> None:
         self.frames.publish(tick)
@@ -142,7 +148,7 @@ class SimNode(StoppableNode):
         self.controllers.set_targets(targets)  # preempts a goal for these joints, then to physics
         self.commands.accepted += 1
         # The stamp schedules nothing (targets apply at the next tick): far from sim time, warned.
-        self.trajectories.clock.warn_command(contract.header_stamp_ns(msg))
+        self.clock.warn_command(contract.header_stamp_ns(msg))
 
     def _check_parameter(self, name: str, value) -> None:
         """A live change asked for (range already checked): ValueError refuses the whole batch.
