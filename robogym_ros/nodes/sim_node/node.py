@@ -54,7 +54,6 @@ class SimNode(StoppableNode):
         # the step-request and action threads).
         self.sim = self.cameras = self.ticks = self.sim_api = self.run_control = self.step_requests = None
         self.controllers = self.run_states = None
-        self._parameter_owner = None  # a parameter batch that changes how the sim steps owns the run state
         self.commands = CommandCounts()
         super().__init__(contract.SIM_NODE, **kwargs)
         p = self.params = parameters.declare(self, SIM_PARAMS, self._on_parameter, check=self._check_parameter,
@@ -157,33 +156,31 @@ class SimNode(StoppableNode):
             raise ValueError("cameras were off at start-up (camera_period_s 0 or no cameras): "
                              "restart the sim with camera_period_s > 0")
 
-    def _admit_parameters(self, names: list[str]):
-        """A batch that changes how the sim steps owns the run state until it is applied: refused
-        (the same reason every client gets) while a simulate_steps goal or a step owns it."""
-        stepping = [n for n in names if n in STEPPING_PARAMETERS]
+    def _admit_parameters(self, changes: dict) -> None:
+        """A batch that changes how the sim steps is applied to physics under one claim of the run
+        state, before rclpy stores it: refused (the same reason every client gets, nothing changed)
+        while a simulate_steps goal or a step owns it."""
+        stepping = {n: v for n, v in changes.items() if n in STEPPING_PARAMETERS}
         if not stepping:
-            return None
+            return
         try:
-            self._parameter_owner = self.run_states.claim(f"a parameter change ({', '.join(stepping)})")
+            with self.run_states.own(f"a parameter change ({', '.join(stepping)})") as run:
+                for name, value in stepping.items():
+                    if name == "seed":  # the next reset starts this seed's sequence
+                        run.reseed(value)
+                    else:
+                        run.configure(**{name: value})
         except Busy as exc:
             raise ValueError(str(exc)) from None
-        return self._parameters_applied
-
-    def _parameters_applied(self) -> None:
-        owner, self._parameter_owner = self._parameter_owner, None
-        if owner is not None:
-            owner.release()
 
     def _on_parameter(self, name: str, value) -> None:
-        """A live parameter changed: its batch passed _check_parameter and rclpy stored it."""
+        """A live parameter changed: its batch passed _check_parameter and _admit_parameters,
+        and rclpy stored it."""
         if name in ("real_time_factor", "max_lag_s"):
-            self._parameter_owner.configure(**{name: value})
             self.config = replace(self.config, **{name: value})
             self.description = self.sim.describe()  # the scheduling may have changed
             if name == "real_time_factor" and self.cameras is not None:
                 self.cameras.set_every_frame(value == 0)
-        elif name == "seed":  # the next reset starts this seed's sequence
-            self._parameter_owner.reseed(value)
         elif name == "camera_period_s":
             self.cameras.set_period(value)
         elif name == "diagnostics_period_s":
