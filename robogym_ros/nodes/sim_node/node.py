@@ -28,7 +28,7 @@ from robogym_ros.nodes.sim_node.run_state.machine import Busy, RunStates
 from robogym_ros.nodes.sim_node.run_state.step_requests import StepRequests
 from robogym_ros.nodes.sim_node.run_state.step_results import StepResults
 from robogym_ros.nodes.sim_node.run_state.trigger_services import RunControl
-from robogym_ros.nodes.sim_node.second_instance import SecondInstanceCheck
+from robogym_ros.nodes.sim_node.second_instance import SecondInstanceCheck, is_elder, refusal
 from robogym_ros.nodes.sim_node.simulation_interfaces.services import SimulationInterfaces
 from robogym_ros.nodes.sim_node.spec import build_spec
 from robogym_ros.nodes.sim_node.ticks import TickPublisher
@@ -42,6 +42,7 @@ from robogym_ros.sim.process import SimProcess
 from robogym_ros.task.scene import default_model_path
 
 EXIT_PHYSICS_DIED = 3
+EXIT_SECOND_INSTANCE = 1  # as a start-up error: respawning would meet the same other sim
 STEPPING_PARAMETERS = ("real_time_factor", "max_lag_s", "seed")  # a change goes through the run-state machine
 
 
@@ -89,6 +90,8 @@ class SimNode(StoppableNode):
         if second is not None:
             second.refuse_if_found()
         self.pub_spec = self.create_publisher(String, "~/spec", SPEC_QOS)  # = contract.SPEC_TOPIC
+        if second is not None:  # discovery slower than the wait: the younger sim gives way later
+            self.create_subscription(String, "~/spec", self._on_spec_seen, SPEC_QOS)
         self.create_subscription(JointState, contract.JOINT_COMMANDS, self._on_command, COMMAND_QOS)
         self.diagnostics = SimDiagnostics(self, self.sim, p["diagnostics_period_s"], self._figures)
         if p["camera_period_s"] > 0 and p["cameras"]:
@@ -106,6 +109,12 @@ class SimNode(StoppableNode):
             f"{len(self.ranges)} joints, physics dt {self.config.physics_dt_s * 1e3:g} ms, control dt "
             f"{self.description.control_dt_ns * 1e-6:g} ms, real_time_factor "
             f"{self.config.real_time_factor:g}{', paused' if p['start_paused'] else ''}")
+
+    def _on_spec_seen(self, msg: String) -> None:
+        if self.exit_code is None and is_elder(msg.data, self.instance):
+            reason = refusal(self.get_namespace(), msg.data)
+            self.get_logger().fatal(reason)
+            self.request_stop(EXIT_SECOND_INSTANCE, reason)
 
     def _physics_now_ns(self) -> int:
         return self.sim.status().tick_index * self.description.control_dt_ns
