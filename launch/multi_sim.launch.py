@@ -21,7 +21,7 @@ from launch_ros.substitutions import FindPackageShare
 
 from launch import LaunchDescription
 from robogym_ros.params import FROM_PARAMS_FILE, SIM, SIM_PARAMS, given_parameters
-from robogym_ros.tools.launch_support import file_parameters, shutdown_reason
+from robogym_ros.tools.launch_support import file_parameters, fleet_seeds, shutdown_reason
 
 SEED = SIM["seed"]
 
@@ -35,9 +35,6 @@ def end_with_the_sim(sim: Node, name: str) -> RegisterEventHandler:
 
 
 def sim_nodes(context) -> list:
-    count = int(LaunchConfiguration("count").perform(context))
-    if count < 1:
-        raise ValueError(f"count must be >= 1, got {count}")
     prefix = LaunchConfiguration("prefix").perform(context)
     given = given_parameters(lambda name: LaunchConfiguration(name).perform(context))
     params_file = LaunchConfiguration("params_file").perform(context)
@@ -45,11 +42,12 @@ def sim_nodes(context) -> list:
     # "seeds seed+i": the seed:= argument, else the params file's (which each sim's own seed
     # parameter would override), else the default.
     base_seed = SEED.coerce(given.pop(SEED.name, from_file.get(SEED.name, SEED.default)))
+    seeds = fleet_seeds(LaunchConfiguration("count").perform(context), base_seed, SEED.maximum)
     actions = []
-    for i in range(count):
+    for i, seed in enumerate(seeds):
         sim = Node(
             package="robogym_ros", executable="robogym_sim", name="robogym_sim", namespace=f"{prefix}{i}",
-            parameters=[params_file, {**given, SEED.name: SEED.coerce(base_seed + i)}],
+            parameters=[params_file, {**given, SEED.name: seed}],
             output="screen", emulate_tty=True)
         actions += [sim, end_with_the_sim(sim, f"{prefix}{i}/robogym_sim")]
     return actions

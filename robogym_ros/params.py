@@ -127,6 +127,8 @@ SIM_PARAMS: tuple[Param, ...] = (
     Param("seed", 0, "", "seed of the reset randomisation (block/tray side, yaw, upright); a change starts "
           "that seed's sequence at the next reset", 0, 2**31 - 1, live=True),
     Param("start_paused", False, "", "start paused; resume or step through the services"),
+    Param("allow_second_instance", False, "", "start even when another sim's spec is latched in this "
+          "namespace (it refuses to start otherwise: every stream would be published twice)"),
     Param("model", "", "", "MJCF file path; empty = the built-in two-arm SO-101 scene"),
     Param("max_lag_s", 0.5, "s", "when physics falls this far behind wall time, skip ahead", 0.001, 60.0,
           live=True),

@@ -37,6 +37,10 @@ STATE_FIELDS = tuple(
     f"pose.position.{c}" if c in "xyz" else f"pose.orientation.{c[1]}" for c in POSE_LAYOUT
 ) + tuple(f"twist.{'linear' if c[0] == 'v' else 'angular'}.{c[1]}" for c in TWIST_LAYOUT)
 WORLD_HALF_EXTENT_M = 10.0  # a table-top scene: a position further out than this is a mistake
+# A block thrown faster than this leaves the table in one tick (10 ms at 10 m/s: 0.1 m) and a finite
+# twist of 1e12 blows the scene up: such a twist is a mistake, refused like a position off the world.
+MAX_LINEAR_SPEED_M_S = 10.0
+MAX_ANGULAR_SPEED_RAD_S = 50.0
 QUAT_NORM_TOLERANCE = 0.01  # a hand-typed unit quaternion (w: 0.707, z: 0.707) is accepted
 
 
@@ -239,6 +243,14 @@ def validate_state(state) -> np.ndarray:
     if far.size:
         raise InvalidEntityState(f"{STATE_FIELDS[far[0]]} = {row[far[0]]:g} m is outside the world "
                                  f"(|x|, |y|, |z| <= {WORLD_HALF_EXTENT_M:g} m)")
+    for part, bound, unit in ((slice(POSE_SIZE, POSE_SIZE + 3), MAX_LINEAR_SPEED_M_S, "m/s"),
+                              (slice(POSE_SIZE + 3, STATE_SIZE), MAX_ANGULAR_SPEED_RAD_S, "rad/s")):
+        speed = float(np.linalg.norm(row[part]))
+        if speed > bound:
+            field = STATE_FIELDS[part.start].rsplit(".", 1)[0]
+            raise InvalidEntityState(f"|{field}| = {speed:g} {unit} is beyond the bound "
+                                     f"(|twist.linear| <= {MAX_LINEAR_SPEED_M_S:g} m/s, "
+                                     f"|twist.angular| <= {MAX_ANGULAR_SPEED_RAD_S:g} rad/s)")
     norm = float(np.linalg.norm(row[3:POSE_SIZE]))
     if abs(norm - 1.0) > QUAT_NORM_TOLERANCE:
         raise InvalidEntityState(f"pose.orientation is not a unit quaternion (norm {norm:.6g}; "

@@ -21,6 +21,22 @@ def file_parameters(document: Any) -> dict[str, Any]:
     return values
 
 
+def fleet_seeds(count_text: str, base_seed: int, seed_max: int) -> list[int]:
+    """The seeds of a fleet of ``count`` sims (sim i gets ``base_seed + i``), from the launch
+    arguments as typed: ValueError naming the argument the user passed (``count``, or ``seed`` with
+    the largest it may be for this count), never a value derived from it."""
+    try:
+        count = int(count_text)
+    except ValueError:
+        raise ValueError(f"count must be an integer >= 1, got {count_text!r}") from None
+    if count < 1:
+        raise ValueError(f"count must be an integer >= 1, got {count}")
+    if base_seed + count - 1 > seed_max:
+        raise ValueError(f"seed must be in 0 .. {seed_max - count + 1} with count:={count} "
+                         f"(sim i gets seed + i, at most {seed_max}), got {base_seed}")
+    return [base_seed + i for i in range(count)]
+
+
 def sim_exit(name: str, returncode: int, *, respawn: bool) -> tuple[str, str]:
     """What a launch does when the sim ``name`` exits while the launch is not shutting down:
     ``("respawn", "")`` (launch restarts it), ``("stop", reason)`` (shut down, exit 0) or

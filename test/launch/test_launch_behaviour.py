@@ -102,6 +102,18 @@ def test_multi_sim_seeds_start_at_the_params_files_seed(monkeypatch, tmp_path):
         multi_sim_seeds(monkeypatch, tmp_path, "/**:\n  ros__parameters:\n    seed: -1\n")
 
 
+def test_multi_sim_refusals_name_the_argument_the_user_passed(monkeypatch, tmp_path):
+    fleet = "/**:\n  ros__parameters:\n    decimation: 4\n"
+    with pytest.raises(ValueError, match=r"^count must be an integer >= 1, got 'abc'$"):
+        multi_sim_seeds(monkeypatch, tmp_path, fleet, count="abc")
+    with pytest.raises(ValueError, match=r"^count must be an integer >= 1, got 0$"):
+        multi_sim_seeds(monkeypatch, tmp_path, fleet, count="0")
+    # seed + count - 1 over the limit: the refusal names the seed passed and the largest allowed
+    with pytest.raises(ValueError, match=r"^seed must be in 0 \.\. 2147483646 with count:=2 .* got 2147483647$"):
+        multi_sim_seeds(monkeypatch, tmp_path, fleet, seed="2147483647", count="2")
+    assert multi_sim_seeds(monkeypatch, tmp_path, fleet, seed="2147483646", count="2") == [2147483646, 2147483647]
+
+
 # --- the real `ros2 launch` ---------------------------------------------------------------------
 
 def _ros2_launch_missing() -> str:

@@ -21,12 +21,14 @@ from robogym_ros.camera.lens import Lens
 from robogym_ros.nodes.sim_node import parameters
 from robogym_ros.nodes.sim_node.arm_controllers.controllers import ArmControllers
 from robogym_ros.nodes.sim_node.cameras import start_cameras
+from robogym_ros.nodes.sim_node.clock_check import SimClockCheck
 from robogym_ros.nodes.sim_node.description import DescriptionPublisher
 from robogym_ros.nodes.sim_node.diagnostics import CommandCounts, SimDiagnostics
 from robogym_ros.nodes.sim_node.run_state.machine import Busy, RunStates
 from robogym_ros.nodes.sim_node.run_state.step_requests import StepRequests
 from robogym_ros.nodes.sim_node.run_state.step_results import StepResults
 from robogym_ros.nodes.sim_node.run_state.trigger_services import RunControl
+from robogym_ros.nodes.sim_node.second_instance import SecondInstanceCheck, is_elder, refusal
 from robogym_ros.nodes.sim_node.simulation_interfaces.services import SimulationInterfaces
 from robogym_ros.nodes.sim_node.spec import build_spec
 from robogym_ros.nodes.sim_node.ticks import TickPublisher
@@ -40,6 +42,7 @@ from robogym_ros.sim.process import SimProcess
 from robogym_ros.task.scene import default_model_path
 
 EXIT_PHYSICS_DIED = 3
+EXIT_SECOND_INSTANCE = 1  # as a start-up error: respawning would meet the same other sim
 STEPPING_PARAMETERS = ("real_time_factor", "max_lag_s", "seed")  # a change goes through the run-state machine
 
 
@@ -52,11 +55,12 @@ class SimNode(StoppableNode):
         # the step-request and action threads).
         self.sim = self.cameras = self.ticks = self.sim_api = self.run_control = self.step_requests = None
         self.controllers = self.run_states = None
-        self._parameter_owner = None  # a parameter batch that changes how the sim steps owns the run state
         self.commands = CommandCounts()
         super().__init__(contract.SIM_NODE, **kwargs)
         p = self.params = parameters.declare(self, SIM_PARAMS, self._on_parameter, check=self._check_parameter,
                                              admit=self._admit_parameters)
+        # listens for another sim's latched spec while this one is built (second_instance.py)
+        second = None if p["allow_second_instance"] else SecondInstanceCheck(self)
         self.config = LoopConfig(
             model_path=p["model"] or default_model_path(), physics_dt_s=p["physics_dt_s"],
             decimation=p["decimation"], seed=p["seed"], real_time_factor=p["real_time_factor"],
@@ -71,9 +75,11 @@ class SimNode(StoppableNode):
         self.frames = DescriptionPublisher(self, self.config.model_path, self.description.objects)
         # FollowJointTrajectory servers where control_msgs is; commands reach physics through them
         self.controllers = ArmControllers(self, self.sim, self.description.joints, self.config.model_path)
+        # one stamp check for both command inputs: joint_commands warn, trajectories are refused
+        self.clock = SimClockCheck(self, self._physics_now_ns, self.commands)
         self.trajectories = TrajectorySubscriber(  # "now" for a trajectory stamped 0: physics time
-            self, self.controllers, self.ranges, counts=self.commands,
-            now_ns=lambda: self.sim.status().tick_index * self.description.control_dt_ns)
+            self, self.controllers, self.ranges, counts=self.commands, now_ns=self._physics_now_ns,
+            clock=self.clock)
         dt_ns = self.description.control_dt_ns
         self.run_states = RunStates(self, self.sim, dt_ns)  # every client changes the run state through it
         self.step_results = StepResults(self, dt_ns)
@@ -81,7 +87,11 @@ class SimNode(StoppableNode):
         self.step_requests = StepRequests(self, self.sim, self.run_states, self.step_results, dt_ns, self.ranges)
         self.sim_api = SimulationInterfaces(self, self.sim, self.run_states,  # the standard API
                                             self.config.model_path, dt_ns)
+        if second is not None:
+            second.refuse_if_found()
         self.pub_spec = self.create_publisher(String, "~/spec", SPEC_QOS)  # = contract.SPEC_TOPIC
+        if second is not None:  # discovery slower than the wait: the younger sim gives way later
+            self.create_subscription(String, "~/spec", self._on_spec_seen, SPEC_QOS)
         self.create_subscription(JointState, contract.JOINT_COMMANDS, self._on_command, COMMAND_QOS)
         self.diagnostics = SimDiagnostics(self, self.sim, p["diagnostics_period_s"], self._figures)
         if p["camera_period_s"] > 0 and p["cameras"]:
@@ -99,6 +109,15 @@ class SimNode(StoppableNode):
             f"{len(self.ranges)} joints, physics dt {self.config.physics_dt_s * 1e3:g} ms, control dt "
             f"{self.description.control_dt_ns * 1e-6:g} ms, real_time_factor "
             f"{self.config.real_time_factor:g}{', paused' if p['start_paused'] else ''}")
+
+    def _on_spec_seen(self, msg: String) -> None:
+        if self.exit_code is None and is_elder(msg.data, self.instance):
+            reason = refusal(self.get_namespace(), msg.data)
+            self.get_logger().fatal(reason)
+            self.request_stop(EXIT_SECOND_INSTANCE, reason)
+
+    def _physics_now_ns(self) -> int:
+        return self.sim.status().tick_index * self.description.control_dt_ns
 
     def _on_tick(self, tick) -> None:
         self.frames.publish(tick)
@@ -137,7 +156,7 @@ class SimNode(StoppableNode):
         self.controllers.set_targets(targets)  # preempts a goal for these joints, then to physics
         self.commands.accepted += 1
         # The stamp schedules nothing (targets apply at the next tick): far from sim time, warned.
-        self.trajectories.clock.warn_command(contract.header_stamp_ns(msg))
+        self.clock.warn_command(contract.header_stamp_ns(msg))
 
     def _check_parameter(self, name: str, value) -> None:
         """A live change asked for (range already checked): ValueError refuses the whole batch.
@@ -146,33 +165,31 @@ class SimNode(StoppableNode):
             raise ValueError("cameras were off at start-up (camera_period_s 0 or no cameras): "
                              "restart the sim with camera_period_s > 0")
 
-    def _admit_parameters(self, names: list[str]):
-        """A batch that changes how the sim steps owns the run state until it is applied: refused
-        (the same reason every client gets) while a simulate_steps goal or a step owns it."""
-        stepping = [n for n in names if n in STEPPING_PARAMETERS]
+    def _admit_parameters(self, changes: dict) -> None:
+        """A batch that changes how the sim steps is applied to physics under one claim of the run
+        state, before rclpy stores it: refused (the same reason every client gets, nothing changed)
+        while a simulate_steps goal or a step owns it."""
+        stepping = {n: v for n, v in changes.items() if n in STEPPING_PARAMETERS}
         if not stepping:
-            return None
+            return
         try:
-            self._parameter_owner = self.run_states.claim(f"a parameter change ({', '.join(stepping)})")
+            with self.run_states.own(f"a parameter change ({', '.join(stepping)})") as run:
+                for name, value in stepping.items():
+                    if name == "seed":  # the next reset starts this seed's sequence
+                        run.reseed(value)
+                    else:
+                        run.configure(**{name: value})
         except Busy as exc:
             raise ValueError(str(exc)) from None
-        return self._parameters_applied
-
-    def _parameters_applied(self) -> None:
-        owner, self._parameter_owner = self._parameter_owner, None
-        if owner is not None:
-            owner.release()
 
     def _on_parameter(self, name: str, value) -> None:
-        """A live parameter changed: its batch passed _check_parameter and rclpy stored it."""
+        """A live parameter changed: its batch passed _check_parameter and _admit_parameters,
+        and rclpy stored it."""
         if name in ("real_time_factor", "max_lag_s"):
-            self._parameter_owner.configure(**{name: value})
             self.config = replace(self.config, **{name: value})
             self.description = self.sim.describe()  # the scheduling may have changed
             if name == "real_time_factor" and self.cameras is not None:
                 self.cameras.set_every_frame(value == 0)
-        elif name == "seed":  # the next reset starts this seed's sequence
-            self._parameter_owner.reseed(value)
         elif name == "camera_period_s":
             self.cameras.set_period(value)
         elif name == "diagnostics_period_s":

@@ -113,15 +113,15 @@ def _warn_unknown_overrides(node: Node, names: Iterable[str]) -> None:
 
 def declare(node: Node, params: Iterable[Param], on_change: Callable[[str, Any], None] | None = None, *,
             check: Callable[[str, Any], None] | None = None,
-            admit: Callable[[list[str]], Callable[[], None] | None] | None = None) -> dict[str, Any]:
+            admit: Callable[[dict[str, Any]], None] | None = None) -> dict[str, Any]:
     """Declare ``params`` on ``node``; returns their start-up values.
 
     A value out of range or of the wrong type raises ValueError naming the parameter and its
     range, before anything is declared. A change while the sim runs: ``check(name, value)``
     (coerced value) may raise ValueError to refuse it and must change nothing; once every
-    parameter of the batch passed, ``admit(names)`` may refuse the batch too (ValueError), or
-    take what the batch needs (the run state) and return how to give it back, called once the
-    batch is applied; once rclpy stored them, ``on_change(name, value)`` applies each.
+    parameter of the batch passed, ``admit({name: value})`` may refuse the batch too (ValueError,
+    nothing changed), or apply, within that one call, what the batch changes under the run state's
+    owner; once rclpy stored them, ``on_change(name, value)`` applies each.
     """
     table = {p.name: p for p in params}
     # rclpy keeps the command line's -p and the params file here, and reads them when a
@@ -157,25 +157,17 @@ def declare(node: Node, params: Iterable[Param], on_change: Callable[[str, Any],
                     check(x.name, value)
             except ValueError as exc:
                 return SetParametersResult(successful=False, reason=str(exc))
-        if admit is not None:  # last: rclpy applies a batch that passes here (then apply() gives it back)
+        if admit is not None:  # last: rclpy stores a batch that passes here
             try:
-                admitted.append(admit([x.name for x in parameters if x.name in table]))
+                admit({x.name: table[x.name].coerce(x.value) for x in parameters if x.name in table})
             except ValueError as exc:
                 return SetParametersResult(successful=False, reason=str(exc))
         return SetParametersResult(successful=True)
 
-    admitted: list[Callable[[], None] | None] = []
-
     def apply(parameters: list[Parameter]) -> None:
-        try:
-            for x in parameters:
-                if x.name in table and on_change is not None:
-                    on_change(x.name, table[x.name].coerce(x.value))
-        finally:
-            while admitted:
-                done = admitted.pop()
-                if done is not None:
-                    done()
+        for x in parameters:
+            if x.name in table and on_change is not None:
+                on_change(x.name, table[x.name].coerce(x.value))
 
     node.add_pre_set_parameters_callback(coerce_types)
     node.add_on_set_parameters_callback(validate)

@@ -27,16 +27,18 @@ class TrajectorySubscriber:
     """Subscribes ``joint_trajectory`` on ``node`` and hands valid trajectories to ``sim``."""
 
     def __init__(self, node, sim, ranges: dict[str, tuple[float, float]], *,
-                 now_ns: Callable[[], int | None] = lambda: None, counts: CommandCounts | None = None):
+                 now_ns: Callable[[], int | None] = lambda: None, counts: CommandCounts | None = None,
+                 clock: SimClockCheck | None = None):
         """``sim``: anything with ``set_trajectory(command)`` (a SimProcess); ``now_ns``: the sim
         time of the latest tick, so a trajectory stamped to end in the past is rejected;
-        ``counts``: shared with joint_commands' so diagnostics count both."""
+        ``counts``: shared with joint_commands' so diagnostics count both; ``clock``: the stamp
+        check the node shares with its joint_commands (else one of this subscriber's own)."""
         self.node = node
         self.sim = sim
         self.ranges = dict(ranges)
         self.now_ns = now_ns
         self.counts = counts if counts is not None else CommandCounts()
-        self.clock = SimClockCheck(node, now_ns, self.counts)  # the sim node's joint_commands use it too
+        self.clock = clock if clock is not None else SimClockCheck(node, now_ns, self.counts)
         self.subscription = node.create_subscription(JointTrajectory, JOINT_TRAJECTORY, self.on_trajectory,
                                                      COMMAND_QOS)
 

@@ -81,6 +81,38 @@ def test_a_start_up_error_is_one_fatal_line_and_exit_1(tmp_path, params, expecte
     assert "published" not in out  # no teardown chatter from a node that never ran
 
 
+def test_a_second_sim_in_a_namespace_refuses_to_start_unless_allowed(tmp_path, ros):
+    """Two sims in one namespace would publish every stream twice: the second exits 1 with one
+    FATAL line naming the first (its node and instance, from its latched spec); the first runs on.
+    allow_second_instance:=true starts it anyway."""
+    namespace = new_namespace("twice")
+    for name in ("first", "second", "third"):  # a log of its own each: named by the namespace
+        (tmp_path / name).mkdir()
+    first, obs = start_sim(namespace, tmp_path / "first", camera_period_s=0.0)
+    second = third = None
+    try:
+        second = SimProcessUnderTest(namespace, tmp_path / "second", camera_period_s=0.0)
+        code = second.proc.wait(60)
+        out = second.output()
+        assert code == 1, out
+        fatal = [line for line in out.splitlines() if "FATAL" in line]
+        assert len(fatal) == 1, out
+        assert f"another sim already runs in namespace '/{namespace}'" in fatal[0], out
+        assert f"{obs.spec['node']} (instance {obs.spec['instance']})" in fatal[0], out
+        assert "allow_second_instance:=true" in fatal[0], out
+        assert_no_traceback(out)
+        assert first.proc.poll() is None, first.output()
+        third = SimProcessUnderTest(namespace, tmp_path / "third", camera_period_s=0.0, allow_second_instance=True)
+        wait_for_line(Path(third.log.name), "joints, physics dt")
+        assert third.proc.poll() is None and "FATAL" not in third.output()
+    finally:
+        for sim in (second, third):
+            if sim is not None:
+                sim.stop()
+        obs.close()
+        first.stop()
+
+
 def test_integers_are_accepted_for_double_parameters(make_sim):
     """`-p real_time_factor:=0` arrives as an INTEGER; docs/sim_node.md's own 'as fast as possible'."""
     sim, obs = make_sim(real_time_factor=0, physics_dt_s=1, camera_period_s=0)

@@ -135,6 +135,9 @@ def test_refused_states_name_the_field_and_change_nothing():
             ("block", {0: math.nan}, InvalidEntityState, "pose.position.x is nan"),
             ("block", {12: -math.inf}, InvalidEntityState, "twist.angular.z is -inf"),
             ("block", {1: -11.0}, InvalidEntityState, "pose.position.y = -11 m is outside the world"),
+            ("block", {7: 1e12}, InvalidEntityState, "|twist.linear| = 1e+12 m/s is beyond the bound"),
+            ("block", {7: 6.0, 8: 6.0, 9: 6.0}, InvalidEntityState, "|twist.linear| = 10.3923 m/s"),
+            ("block", {12: -51.0}, InvalidEntityState, "|twist.angular| = 51 rad/s is beyond the bound"),
             ("block", {3: 0.5, 4: 0.0, 5: 0.0, 6: 0.0}, InvalidEntityState, "not a unit quaternion (norm 0.5")):
         row = good.copy()
         for i, v in change.items():
@@ -605,7 +608,8 @@ def test_entity_states_are_ground_truth_in_world(api):
     refused(api.api_call("get_entity_state", entity="left_arm"), Result.RESULT_NOT_FOUND, "left_base")
 
 
-def state_msg(x, y, z, qw=1.0, qx=0.0, qy=0.0, qz=0.0, linear=(0.0, 0.0, 0.0), frame_id=""):
+def state_msg(x, y, z, qw=1.0, qx=0.0, qy=0.0, qz=0.0, linear=(0.0, 0.0, 0.0), angular=(0.0, 0.0, 0.0),
+              frame_id=""):
     from simulation_interfaces.msg import EntityState
     s = EntityState()
     s.header.frame_id = frame_id
@@ -613,6 +617,7 @@ def state_msg(x, y, z, qw=1.0, qx=0.0, qy=0.0, qz=0.0, linear=(0.0, 0.0, 0.0), f
     o = s.pose.orientation
     o.w, o.x, o.y, o.z = qw, qx, qy, qz
     s.twist.linear.x, s.twist.linear.y, s.twist.linear.z = linear
+    s.twist.angular.x, s.twist.angular.y, s.twist.angular.z = angular
     return s
 
 
@@ -649,6 +654,8 @@ BAD_STATES = [  # entity, state_msg arguments, code, what the message names
     ("block", (math.nan, 0.0, 0.1), {}, 101, "pose.position.x is nan"),
     ("block", (0.1, 0.0, 0.1), {"linear": (0.0, math.inf, 0.0)}, 101, "twist.linear.y is inf"),
     ("block", (0.1, 0.0, 0.1, 0.0, 0.0, 0.0, 0.0), {}, 101, "not a unit quaternion (norm 0"),
+    ("block", (0.1, 0.0, 0.1), {"linear": (1e12, 0.0, 0.0)}, 101, "|twist.linear| = 1e+12 m/s is beyond"),
+    ("block", (0.1, 0.0, 0.1), {"angular": (0.0, 0.0, 60.0)}, 101, "|twist.angular| = 60 rad/s is beyond"),
     ("block", (0.1, 0.0, 50.0), {}, 101, "pose.position.z = 50 m is outside the world"),
     ("block", (0.1, 0.0, 0.1), {"frame_id": "foo"}, 2, "'foo' is no frame of this sim"),  # was 0 (unsupported)
     ("block", (0.1, 0.0, 0.1), {"frame_id": "left_base"}, 0, "not relative to a link"),  # a frame there is
