@@ -38,6 +38,10 @@ def is_local(host: str) -> bool:
 
 def check_bind(host: str, token: str | None, *, token_env: str) -> None:
     """ValueError, saying why and what to do, for a bind this server must refuse."""
+    if token is not None and not token.strip():
+        raise ValueError(f"--token (or {token_env}) is blank ({len(token)} whitespace characters): no request "
+                         "could ever carry it. Give a token of at least "
+                         f"{MIN_TOKEN_CHARS} characters, not all whitespace, or none")
     if token is not None and len(token) < MIN_TOKEN_CHARS:
         raise ValueError(f"the token has {len(token)} characters; use at least {MIN_TOKEN_CHARS} "
                          "(e.g. python -c 'import secrets; print(secrets.token_urlsafe(24))')")
