@@ -235,3 +235,23 @@ def test_the_end_waits_for_the_camera_info_of_each_cameras_last_image():
     rec.store_joint_state(joint_msg(11))
     rec.store_image(image_msg(15), "top")
     assert rec.caught_up()
+
+
+def test_a_message_injected_30_ticks_ahead_is_named_as_such_not_as_dropped_ticks():
+    """A joint_states message stamped 30 ticks ahead, injected after tick 100 (the stream then
+    carrying on, and tick 130 coming again in order): it fails, and the explanation is the stamp
+    ahead of time, not ticks dropped or a restarted sim."""
+    clean = Recording(spec(), 1000)
+    feed(clean, range(1, 301))
+    assert clean.verdict().passed, clean.verdict().table()  # positive control: the same stream without it
+    rec = Recording(spec(), 1000)
+    feed(rec, range(1, 101))
+    rec.store_joint_state(joint_msg(130))
+    feed(rec, range(101, 301))
+    v = rec.verdict()
+    assert not v.passed
+    codes = [f.code for _, f in v.findings]
+    assert "ahead_of_time_stamps" in codes, v.table()
+    assert not {"dropped_ticks", "time_jump_backwards", "duplicated_ticks"} & set(codes), v.table()
+    message = next(f.message for _, f in v.findings if f.code == "ahead_of_time_stamps")
+    assert "1.300 s arrived (30 ticks ahead of 1.000 s" in message, message
