@@ -355,6 +355,7 @@ class Recording:
         results, notes = verdict_results(
             js.stamp_ns, js.position, js.velocity, truth.stamp_ns, truth.position, truth.velocity, self.spec,
             images=self.images.metas(), grid_stamps_ns=np.frombuffer(self.joint_stamps, np.int64),
+            truth_grid_stamps_ns=np.frombuffer(self.truth_stamps, np.int64),
             frames=self.frame_evidence(), with_notes=True)
         audit = checks.audit_buffers(self.joints.slots(), digests=self.joints.digests(),
                                      received=list(self.recent))

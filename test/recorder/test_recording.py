@@ -255,3 +255,19 @@ def test_a_message_injected_30_ticks_ahead_is_named_as_such_not_as_dropped_ticks
     assert not {"dropped_ticks", "time_jump_backwards", "duplicated_ticks"} & set(codes), v.table()
     message = next(f.message for _, f in v.findings if f.code == "ahead_of_time_stamps")
     assert "1.300 s arrived (30 ticks ahead of 1.000 s" in message, message
+
+
+@pytest.mark.parametrize("fault, code", [("late duplicate", "truth_duplicated"), ("at once", "truth_duplicated"),
+                                         ("ahead", "truth_ahead_of_time")])
+def test_a_ground_truth_message_sent_twice_or_ahead_fails_naming_it(fault, code):
+    """A ground-truth message re-sent (tick 60 after tick 100, or tick 100 at once) or stamped
+    ahead (tick 130 after tick 100) passed unnoticed: the slots still match. It fails now, named."""
+    rec = Recording(spec(), 1000)
+    feed(rec, range(1, 101))
+    rec.store_truth(joint_msg({"late duplicate": 60, "at once": 100, "ahead": 130}[fault]))
+    feed(rec, range(101, 301))
+    v = rec.verdict()
+    assert [f.code for _, f in v.findings] == [code], v.table()
+    clean = Recording(spec(), 1000)
+    feed(clean, range(1, 301))
+    assert clean.verdict().passed and "truth_stamps" in clean.verdict().table()  # positive control
