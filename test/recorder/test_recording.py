@@ -271,3 +271,23 @@ def test_a_ground_truth_message_sent_twice_or_ahead_fails_naming_it(fault, code)
     clean = Recording(spec(), 1000)
     feed(clean, range(1, 301))
     assert clean.verdict().passed and "truth_stamps" in clean.verdict().table()  # positive control
+
+
+def test_two_sims_in_one_namespace_are_named_as_two_publishers_not_restarts():
+    """Specs of instances i1, i2, then i1 again (two sims latched on one spec topic): a restarted
+    sim never comes back as an earlier instance, so it fails as two publishers, first."""
+    rec = Recording(spec(instance="i1"), 1000)
+    feed(rec, range(1, 101))
+    assert rec.on_spec(spec(instance="i2")) == "restart"
+    feed(rec, range(1, 51))
+    rec.on_spec(spec(instance="i1"))
+    feed(rec, range(101, 151))
+    v = rec.verdict()
+    assert v.findings[0][1].code == "two_publishers", v.table()
+    assert "instances i1, i2 alternate" in v.findings[0][1].message
+    # positive control: one restart (i1, then i2) is a restart, not two publishers
+    once = Recording(spec(instance="i1"), 1000)
+    feed(once, range(1, 101))
+    once.on_spec(spec(instance="i2"))
+    feed(once, range(1, 101))
+    assert "two_publishers" not in [f.code for _, f in once.verdict().findings], once.verdict().table()
