@@ -22,9 +22,10 @@ from .camera_frames import FrameSchedule, account_frames, frame_due_stamps
 from .grid import check_tick_grid, classify_stamps
 from .her_consistency import GoalBatch, check_her_consistency
 from .images import check_images
-from .liveness import RunStateReport, StreamActivity, check_stream_end, silence_threshold_s
+from .liveness import CUT_UNSEEN_S, RunStateReport, StreamActivity, check_stream_end, silence_threshold_s
 from .matching import match_by_stamp
 from .results import (
+                      AHEAD,
                       BYTES_PER_PIXEL,
                       DIGEST_SIZE,
                       DUPLICATE,
@@ -44,7 +45,7 @@ from .slots import check_aliasing, check_slot_error, check_stale_payload
 from .velocity import FdPairs, check_fd_velocity, check_reported_velocity, compare_velocity, fd_velocity_pairs
 
 __all__ = [
-    "BYTES_PER_PIXEL", "DIGEST_SIZE", "DUPLICATE", "LIST_LIMIT", "NEW", "REORDERED", "RESTART",
+    "AHEAD", "BYTES_PER_PIXEL", "CUT_UNSEEN_S", "DIGEST_SIZE", "DUPLICATE", "LIST_LIMIT", "NEW", "REORDERED", "RESTART",
     "CheckResult", "Finding", "ImageMeta", "by_name", "clip", "digest", "fmt_s",
     "check_tick_grid", "classify_stamps", "match_by_stamp",
     "check_aliasing", "check_slot_error", "check_stale_payload",

@@ -11,7 +11,7 @@ DIGEST_SIZE = 16
 LIST_LIMIT = 20  # stamps/slots listed in one figure; counts are always complete
 
 # Codes for classify_stamps: how each message relates to what came before it.
-NEW, DUPLICATE, REORDERED, RESTART = 0, 1, 2, 3
+NEW, DUPLICATE, REORDERED, RESTART, AHEAD = 0, 1, 2, 3, 4
 
 BYTES_PER_PIXEL = {
     "rgb8": 3, "bgr8": 3, "rgba8": 4, "bgra8": 4, "mono8": 1, "mono16": 2,

@@ -5,6 +5,15 @@ no authentication at all). So a server binds to 127.0.0.1 by default, and binds 
 only with a bearer token, which every request must then carry (``Authorization: Bearer
 <token>``; the viewer's page, whose images and event stream a browser fetches without headers,
 may carry it as ``?token=``). A token given on localhost is required there too.
+
+A web page the user happens to open can reach a localhost port too: it may POST a "simple"
+request (no preflight) to a control, or rebind its own name to 127.0.0.1 and read the answers.
+So a server on localhost answers only requests whose ``Host`` is a loopback name (421
+otherwise), any request carrying a foreign ``Origin`` is refused (403), and a POST must say
+``Content-Type: application/json``, which no page can send cross-origin without a preflight
+that these servers never grant (400 otherwise). These are the MCP SDK's transport-security
+rules; ``robogym_mcp`` hands the SDK the same lists (``allowed_hosts``, ``allowed_origins``)
+and the viewer applies them with :func:`request_refusal`.
 """
 from __future__ import annotations
 
@@ -14,6 +23,7 @@ from typing import Any, Awaitable, Callable
 from urllib.parse import parse_qs
 
 MIN_TOKEN_CHARS = 16
+LOOPBACK_NAMES = ("127.0.0.1", "localhost", "[::1]")
 
 
 def is_local(host: str) -> bool:
@@ -28,12 +38,51 @@ def is_local(host: str) -> bool:
 
 def check_bind(host: str, token: str | None, *, token_env: str) -> None:
     """ValueError, saying why and what to do, for a bind this server must refuse."""
+    if token is not None and not token.strip():
+        raise ValueError(f"--token (or {token_env}) is blank ({len(token)} whitespace characters): no request "
+                         "could ever carry it. Give a token of at least "
+                         f"{MIN_TOKEN_CHARS} characters, not all whitespace, or none")
     if token is not None and len(token) < MIN_TOKEN_CHARS:
         raise ValueError(f"the token has {len(token)} characters; use at least {MIN_TOKEN_CHARS} "
                          "(e.g. python -c 'import secrets; print(secrets.token_urlsafe(24))')")
     if not is_local(host) and not token:
         raise ValueError(f"refusing to serve on {host!r} without a token: anyone who reaches that port could "
                          f"drive the sim. Set {token_env} (or --token), or bind 127.0.0.1")
+
+
+def allowed_hosts(bind_host: str) -> list[str] | None:
+    """The ``Host`` headers a server bound to ``bind_host`` answers (``name:*``: that name on
+    any port), or None for any: beyond localhost the token is the guard."""
+    return [f"{name}:*" for name in LOOPBACK_NAMES] if is_local(bind_host) else None
+
+
+def allowed_origins(bind_host: str) -> list[str] | None:
+    """The ``Origin`` headers a server bound to ``bind_host`` accepts besides none at all, or
+    None: beyond localhost, only the page's own origin (``http://`` and the request's Host)."""
+    return [f"http://{name}:*" for name in LOOPBACK_NAMES] if is_local(bind_host) else None
+
+
+def _matches(value: str, patterns: list[str]) -> bool:
+    return any(value == p or (p.endswith(":*") and value.startswith(p[:-1]) and value[len(p) - 1:].isdigit())
+               for p in patterns)
+
+
+def request_refusal(method: str, headers: dict[str, str], bind_host: str) -> tuple[int, str] | None:
+    """Why a request must be refused, as (HTTP status, message), or None to serve it. ``headers``
+    keys are lower case."""
+    if method == "POST" and not headers.get("content-type", "").lower().startswith("application/json"):
+        return 400, "400 Bad Request: a POST must say Content-Type: application/json\n"
+    host = headers.get("host", "")
+    hosts = allowed_hosts(bind_host)
+    if hosts is not None and not _matches(host, hosts):
+        return 421, f"421 Misdirected Request: this server answers for {', '.join(LOOPBACK_NAMES)} only\n"
+    origin = headers.get("origin")
+    if origin:
+        origins = allowed_origins(bind_host)
+        same = origin in (f"http://{host}", f"https://{host}")
+        if not (same or (origins is not None and _matches(origin, origins))):
+            return 403, "403 Forbidden: a request from another origin\n"
+    return None
 
 
 def bearer_matches(authorization: str | None, token: str) -> bool:

@@ -117,7 +117,8 @@ async function frames() {
 for (const name of ["pause", "resume", "step", "reset"]) {
   $(name).addEventListener("click", async () => {
     try {
-      const r = await (await fetch("/control/" + name + query, {method: "POST"})).json();
+      const r = await (await fetch("/control/" + name + query,
+          {method: "POST", headers: {"Content-Type": "application/json"}, body: "{}"})).json();
       $("answer").textContent = name + ": " + (r.ok ? "" : "refused: ") + r.message;
     } catch (e) { $("answer").textContent = name + ": no answer (" + e + ")"; }
   });

@@ -12,7 +12,9 @@ buttons that call the sim's own services.
 - ``GET /state``: the run state and the viewer's own figures, as JSON.
 - ``POST /control/<pause|resume|step|reset>``: calls the sim's service, answers its result.
 
-Beyond localhost every request must carry the token (robogym_ros.live.guard).
+Beyond localhost every request must carry the token; on localhost a request must name a loopback
+``Host``; a foreign ``Origin`` is refused, and a POST must say ``Content-Type: application/json``
+(robogym_ros.live.guard: the same rules as robogym_mcp's HTTP transport).
 """
 from __future__ import annotations
 
@@ -23,7 +25,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Callable
 from urllib.parse import urlsplit
 
-from robogym_ros.live.guard import bearer_matches, query_token_matches
+from robogym_ros.live.guard import bearer_matches, query_token_matches, request_refusal
 from robogym_ros.live.hub import FrameHub
 from robogym_ros.live.latest import Latest
 
@@ -40,6 +42,7 @@ class ViewerServer:
 
     def __init__(self, host: str, port: int, *, hub: FrameHub, state: Latest[dict], page: str,
                  control: Callable[[str], dict], token: str | None = None):
+        self.bind_host = host
         self.hub, self.state, self.page, self.control, self.token = hub, state, page.encode(), control, token
         self._lock = threading.Lock()
         self.viewers = 0  # open frame streams
@@ -88,6 +91,12 @@ class ViewerServer:
                 pass
 
             def _allowed(self) -> bool:
+                headers = {key.lower(): value for key, value in self.headers.items()}
+                refusal = request_refusal(self.command, headers, server.bind_host)
+                if refusal is not None:
+                    server._count("refused", 1)
+                    self._send(refusal[0], refusal[1].encode(), "text/plain; charset=utf-8")
+                    return False
                 if server.token is None:
                     return True
                 url = urlsplit(self.path)

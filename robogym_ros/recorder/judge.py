@@ -13,6 +13,7 @@ import numpy as np
 
 from robogym_ros import checks
 from robogym_ros.checks.camera_frames import frames_summary
+from robogym_ros.checks.results import capped
 from robogym_ros.contract import Spec
 from robogym_ros.recorder.schedules import (
     OFFLINE_SETTLE_PERIODS,
@@ -42,7 +43,7 @@ def silence_s(spec: Spec) -> float:
 
 
 def verdict_results(stamps_ns, positions, velocities, true_stamps_ns, true_positions,
-                    true_velocities, spec: Spec, *, images=(), grid_stamps_ns=None,
+                    true_velocities, spec: Spec, *, images=(), grid_stamps_ns=None, truth_grid_stamps_ns=None,
                     frames: FrameEvidence | None = None, with_notes: bool = False):
     """The checks of a joint_states stream (+ images) against ground truth, live or from a bag.
 
@@ -50,8 +51,9 @@ def verdict_results(stamps_ns, positions, velocities, true_stamps_ns, true_posit
     first ticks may arrive before the truth subscription is matched, the last before their
     truth does. Within the span, a slot without truth is a finding. ``grid_stamps_ns``
     (every stamp received, when the rings kept only the newest) feeds the tick grid; the
-    slot checks say which window they judged. Returns the results (and, ``with_notes``,
-    the sentences saying what was judged).
+    slot checks say which window they judged; ``truth_grid_stamps_ns`` (every ground-truth stamp
+    received, in order) feeds the check of the truth's own stamps. Returns the results (and,
+    ``with_notes``, the sentences saying what was judged).
     """
     dt = spec.control_dt_ns
     stamps = np.asarray(stamps_ns, np.int64)
@@ -75,9 +77,38 @@ def verdict_results(stamps_ns, positions, velocities, true_stamps_ns, true_posit
     notes = [note]
     if not carries_velocity:
         notes.append("joint_states carry no velocity: velocity_reported not run")
+    results.append(truth_stamps_result(true_stamps if truth_grid_stamps_ns is None else truth_grid_stamps_ns, dt))
     if spec.cameras:
         results.append(_image_result(spec, images, all_stamps, frames, notes))
     return (results, notes) if with_notes else results
+
+
+def truth_stamps_result(stamps_ns, control_dt_ns: int) -> checks.CheckResult:
+    """The ground truth's own stamps: one message per tick. A repeated or ahead-of-time stamp is a
+    message injected or sent twice (or a second publisher), named as such; the slot checks alone
+    would show it, if at all, as an error in some slot. Ticks missing from the truth are the slot
+    checks' to judge (a slot without truth), not this check's."""
+    stamps = np.asarray(stamps_ns, np.int64)
+    if len(stamps) == 0:
+        return checks.CheckResult("truth_stamps", "no ground truth received", {"n_received": 0}, no_data=True)
+    kinds, _ = checks.classify_stamps(stamps, control_dt_ns)
+    dups, early = stamps[kinds == checks.DUPLICATE], stamps[kinds == checks.AHEAD]
+    findings = []
+    if len(dups):
+        findings.append(checks.Finding("truth_duplicated", (
+            f"{len(dups)} ground-truth message{'s' if len(dups) > 1 else ''} received again with a stamp already "
+            f"seen: {checks.fmt_s(dups[0])}" + (f" (and {len(dups) - 1} more)" if len(dups) > 1 else "")
+            + "; a message sent twice, or a second publisher?"), {"n_duplicated": int(len(dups)),
+                                                                   "stamps_ns": capped(dups)}))
+    if len(early):
+        findings.append(checks.Finding("truth_ahead_of_time", (
+            f"{len(early)} ground-truth message{'s' if len(early) > 1 else ''} stamped ahead of time: "
+            f"{checks.fmt_s(early[0])}" + (f" (and {len(early) - 1} more)" if len(early) > 1 else "")
+            + "; an injected message, or a second publisher?"), {"n_ahead_of_time": int(len(early)),
+                                                                  "stamps_ns": capped(early)}))
+    summary = (f"{len(stamps)} ground-truth messages: duplicated {len(dups)}, ahead of time {len(early)}")
+    return checks.CheckResult("truth_stamps", summary, {"n_received": int(len(stamps)), "n_duplicated": int(len(dups)),
+                                                        "n_ahead_of_time": int(len(early))}, tuple(findings))
 
 
 def _window(all_stamps: np.ndarray, stamps: np.ndarray, keep: np.ndarray) -> tuple[dict, str]:

@@ -174,7 +174,8 @@ def spec_history(data: BagData) -> list[SpecChange]:
 
 
 def _stream_end(rec: BagRecording) -> checks.CheckResult:
-    """Stream stops seen in a bag: the end is the recorder's end note, else the bag's newest message."""
+    """Stream stops seen in a bag: the end is the recorder's end note, else the bag's newest message,
+    whose last seconds a cut recording cannot show (checks.CUT_UNSEEN_S)."""
     data, notes = rec.data, rec.recorder_notes
     end_ns = notes.get("end_time_ns") or data.end_log_time_ns
     alive = notes.get("alive_after_end", {})
@@ -194,7 +195,10 @@ def _stream_end(rec: BagRecording) -> checks.CheckResult:
         except ValueError:
             continue
         states.append(checks.RunStateReport(s.paused, s.stamp_ns, s.reason))
-    return checks.check_stream_end(streams, states, silence_s=silence_s(rec.spec))
+    # no end note: the recorder never reached its end (killed), so the bag's last seconds are not all written
+    cut = "end_time_ns" not in notes
+    return checks.check_stream_end(streams, states, silence_s=silence_s(rec.spec),
+                                   end_unseen_s=checks.CUT_UNSEEN_S if cut else 0.0)
 
 
 def spec_from_stamps(names, stamps_ns, images) -> Spec:

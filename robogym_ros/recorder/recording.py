@@ -15,6 +15,7 @@ from __future__ import annotations
 import time
 from array import array
 from collections import deque
+from dataclasses import replace
 from typing import Callable
 
 import numpy as np
@@ -73,6 +74,8 @@ class Recording:
         # One scratch per stream, reused: decode_into writes it, store_rows copies it out.
         self._scratch = {s: np.empty((3, len(self.names))) for s in (JOINT_STATES, GROUND_TRUTH)}
         self.spec_updates = 0  # sim restarts seen (a spec from another instance)
+        self.instances_seen = [spec.instance] if spec.instance else []
+        self.other_publishers: set[str] = set()  # instances that came back: two sims publish here
         self.last_joint_ns = -1  # newest stamps seen in the current run of the sim,
         self.last_truth_ns = -1  # without copying a ring
         # A jump back this far is a restarted sim (as in checks.classify_stamps): its stamps
@@ -127,7 +130,12 @@ class Recording:
             self.history.append(SpecChange(self.last_joint_ns, spec))
             self.spec = spec
             return "update"
-        # Another instance, or a sim that names none: a restarted sim (its stamps start over).
+        # Another instance, or a sim that names none: a restarted sim (its stamps start over), unless
+        # an instance seen before comes back, which a restarted sim never does: two sims publish here.
+        if spec.instance and spec.instance in self.instances_seen:
+            self.other_publishers.update({spec.instance, current.instance} - {""})
+        elif spec.instance:
+            self.instances_seen.append(spec.instance)
         self.spec_updates += 1
         self.spec = spec
         self.history = [SpecChange(None, spec)]
@@ -355,6 +363,7 @@ class Recording:
         results, notes = verdict_results(
             js.stamp_ns, js.position, js.velocity, truth.stamp_ns, truth.position, truth.velocity, self.spec,
             images=self.images.metas(), grid_stamps_ns=np.frombuffer(self.joint_stamps, np.int64),
+            truth_grid_stamps_ns=np.frombuffer(self.truth_stamps, np.int64),
             frames=self.frame_evidence(), with_notes=True)
         audit = checks.audit_buffers(self.joints.slots(), digests=self.joints.digests(),
                                      received=list(self.recent))
@@ -368,6 +377,13 @@ class Recording:
         results.append(self.decoding_result())
         if self.spec_updates:  # a spec from another instance: the sim restarted under us
             checks.by_name(results, "tick_grid").figures["sim_restarts_seen"] = self.spec_updates
+        if self.other_publishers:
+            grid = checks.by_name(results, "tick_grid")
+            names = sorted(self.other_publishers)
+            finding = checks.Finding("two_publishers", (
+                f"two sims publish in this namespace: specs of instances {', '.join(names)} alternate (a restarted "
+                f"sim never comes back as an earlier instance); the ticks below mix both"), {"instances": names})
+            results[results.index(grid)] = replace(grid, findings=(finding, *grid.findings))
         if self.bad_run_states:
             notes.append(f"{self.bad_run_states} run-state messages were not valid and were ignored")
         return Verdict(results, title=title, notes=notes)

@@ -36,6 +36,27 @@ def test_a_short_token_is_refused():
         check_bind("0.0.0.0", "12345", token_env="T")
 
 
+@pytest.mark.parametrize("token", [" " * 20, "\t" * 16, "   "])
+def test_a_blank_token_is_refused_naming_the_argument(token):
+    for host in ("0.0.0.0", "127.0.0.1"):
+        with pytest.raises(ValueError, match=r"--token \(or T\) is blank"):
+            check_bind(host, token, token_env="T")
+
+
+@pytest.mark.parametrize("module", ["robogym_ros.nodes.mcp", "robogym_ros.nodes.viewer"])
+def test_the_programs_refuse_a_token_of_spaces_at_start_up(module):
+    port = free_port()
+    args = [sys.executable, "-m", module, "--host", "0.0.0.0", "--port", str(port), "--token", " " * 20]
+    if module.endswith("mcp"):
+        args += ["--transport", "http"]
+    run = subprocess.run(args, capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
+    assert run.returncode == 2, run.stderr
+    assert "--token" in run.stderr and "is blank" in run.stderr, run.stderr
+    assert len(run.stderr.strip().splitlines()) <= 2, run.stderr
+    with socket.socket() as s:  # nothing was ever bound
+        assert s.connect_ex(("127.0.0.1", port)) != 0
+
+
 def test_the_bearer_header_must_carry_exactly_the_token():
     assert bearer_matches(f"Bearer {TOKEN}", TOKEN) and bearer_matches(f"bearer  {TOKEN} ", TOKEN)
     for header in (None, "", TOKEN, f"Basic {TOKEN}", f"Bearer {TOKEN}x", f"Bearer {TOKEN[:-1]}", "Bearer"):

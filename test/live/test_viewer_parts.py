@@ -159,7 +159,7 @@ def open_stream(port: int, path: str = "/frames", rcvbuf: int | None = None):
     if rcvbuf:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, rcvbuf)
     sock.connect(("127.0.0.1", port))
-    sock.sendall(f"GET {path} HTTP/1.1\r\nHost: x\r\n\r\n".encode())
+    sock.sendall(f"GET {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n\r\n".encode())
     f = sock.makefile("rb")
     status = f.readline()
     while f.readline() not in (b"\r\n", b""):
@@ -247,13 +247,66 @@ def test_the_page_events_and_controls(served):
     state.publish({"paused": True, "sim_time_s": 1.0})
     sock, f, _ = open_stream(server.port, "/events")
     assert json.loads(f.readline().decode().removeprefix("data: ")) == {"paused": True, "sim_time_s": 1.0}
-    answer = json.load(urllib.request.urlopen(urllib.request.Request(base + "/control/pause", method="POST")))
+    answer = json.load(urllib.request.urlopen(post(base + "/control/pause")))
     assert answer == {"ok": True, "message": "pause"} and calls == ["pause"]
     with pytest.raises(urllib.error.HTTPError, match="404"):
-        urllib.request.urlopen(urllib.request.Request(base + "/control/explode", method="POST"))
+        urllib.request.urlopen(post(base + "/control/explode"))
     assert calls == ["pause"]
     f.close()
     sock.close()
+
+
+def post(url: str, **headers: str) -> urllib.request.Request:
+    """A POST as the viewer's page sends it (JSON), with ``headers`` on top (``_`` for ``-``)."""
+    return urllib.request.Request(url, data=b"{}", method="POST", headers={
+        "Content-Type": "application/json", **{k.replace("_", "-"): v for k, v in headers.items()}})
+
+
+def status_of(request) -> int:
+    try:
+        return urllib.request.urlopen(request).status
+    except urllib.error.HTTPError as exc:
+        return exc.code
+
+
+def test_another_origin_a_foreign_host_or_a_simple_post_is_refused_and_changes_nothing(served):
+    """What a web page can do to a viewer on localhost: a "simple" POST (text/plain, no
+    preflight), a POST from its own origin, and reading the state through DNS rebinding (its
+    name, resolved to 127.0.0.1, in the Host header). None reaches a control."""
+    server, _hub, _encoder, state, calls = served
+    base = f"http://127.0.0.1:{server.port}"
+    state.publish({"paused": False})
+    simple = urllib.request.Request(base + "/control/pause", data=b"x", method="POST",
+                                    headers={"Content-Type": "text/plain", "Origin": f"http://127.0.0.1:{server.port}"})
+    assert status_of(simple) == 400
+    assert status_of(urllib.request.Request(base + "/control/reset", method="POST")) == 400  # no content type
+    assert status_of(post(base + "/control/pause", Origin="http://evil.example")) == 403
+    assert status_of(post(base + "/control/step", Origin=f"http://127.0.0.1.evil.example:{server.port}")) == 403
+    for path in ("/state", "/", "/frames", "/events"):
+        assert status_of(urllib.request.Request(base + path, headers={"Host": f"rebind.evil.example:{server.port}"})) \
+            == 421, path
+    assert status_of(post(base + "/control/pause", Host=f"evil.example:{server.port}")) == 421
+    assert calls == [] and server.refused == 9
+    # the page's own requests, as a browser sends them, still work
+    for host in (f"127.0.0.1:{server.port}", f"localhost:{server.port}"):
+        assert status_of(urllib.request.Request(base + "/state", headers={"Host": host})) == 200
+        assert status_of(post(base + "/control/step", Host=host, Origin=f"http://{host}")) == 200
+    assert calls == ["step", "step"]
+
+
+def test_the_viewer_and_the_mcp_transport_apply_the_same_lists():
+    """The MCP SDK checks the lists robogym_mcp gives it; the viewer checks the same lists."""
+    from robogym_ros.live.guard import allowed_hosts, allowed_origins, request_refusal
+    json_post = {"content-type": "application/json"}
+    for host in ("127.0.0.1:8080", "localhost:1", "[::1]:65535"):
+        assert request_refusal("POST", {**json_post, "host": host, "origin": f"http://{host}"}, "127.0.0.1") is None
+    assert request_refusal("GET", {"host": "127.0.0.1:80x"}, "127.0.0.1")[0] == 421
+    assert request_refusal("GET", {"host": "127.0.0.1"}, "127.0.0.1")[0] == 421  # no port: not what it serves
+    assert allowed_hosts("0.0.0.0") is None and allowed_origins("0.0.0.0") is None  # beyond localhost: the token
+    robot = {**json_post, "host": "robot:8080"}
+    assert request_refusal("POST", {**robot, "origin": "http://robot:8080"}, "0.0.0.0") is None
+    assert request_refusal("POST", {**json_post, "host": "robot:8080", "origin": "http://evil.example"},
+                           "0.0.0.0")[0] == 403
 
 
 def test_a_server_with_a_token_refuses_requests_without_it():
@@ -266,7 +319,7 @@ def test_a_server_with_a_token_refuses_requests_without_it():
             with pytest.raises(urllib.error.HTTPError, match="401"):
                 urllib.request.urlopen(url)
         with pytest.raises(urllib.error.HTTPError, match="401"):
-            urllib.request.urlopen(urllib.request.Request(base + "/control/reset", method="POST"))
+            urllib.request.urlopen(post(base + "/control/reset"))
         assert b"robogym viewer" in urllib.request.urlopen(base + "/?token=s3cret-token-0123456789").read()
         request = urllib.request.Request(base + "/state", headers={"Authorization": "Bearer s3cret-token-0123456789"})
         assert "viewer" in json.load(urllib.request.urlopen(request))

@@ -235,3 +235,59 @@ def test_the_end_waits_for_the_camera_info_of_each_cameras_last_image():
     rec.store_joint_state(joint_msg(11))
     rec.store_image(image_msg(15), "top")
     assert rec.caught_up()
+
+
+def test_a_message_injected_30_ticks_ahead_is_named_as_such_not_as_dropped_ticks():
+    """A joint_states message stamped 30 ticks ahead, injected after tick 100 (the stream then
+    carrying on, and tick 130 coming again in order): it fails, and the explanation is the stamp
+    ahead of time, not ticks dropped or a restarted sim."""
+    clean = Recording(spec(), 1000)
+    feed(clean, range(1, 301))
+    assert clean.verdict().passed, clean.verdict().table()  # positive control: the same stream without it
+    rec = Recording(spec(), 1000)
+    feed(rec, range(1, 101))
+    rec.store_joint_state(joint_msg(130))
+    feed(rec, range(101, 301))
+    v = rec.verdict()
+    assert not v.passed
+    codes = [f.code for _, f in v.findings]
+    assert "ahead_of_time_stamps" in codes, v.table()
+    assert not {"dropped_ticks", "time_jump_backwards", "duplicated_ticks"} & set(codes), v.table()
+    message = next(f.message for _, f in v.findings if f.code == "ahead_of_time_stamps")
+    assert "1.300 s arrived (30 ticks ahead of 1.000 s" in message, message
+
+
+@pytest.mark.parametrize("fault, code", [("late duplicate", "truth_duplicated"), ("at once", "truth_duplicated"),
+                                         ("ahead", "truth_ahead_of_time")])
+def test_a_ground_truth_message_sent_twice_or_ahead_fails_naming_it(fault, code):
+    """A ground-truth message re-sent (tick 60 after tick 100, or tick 100 at once) or stamped
+    ahead (tick 130 after tick 100) passed unnoticed: the slots still match. It fails now, named."""
+    rec = Recording(spec(), 1000)
+    feed(rec, range(1, 101))
+    rec.store_truth(joint_msg({"late duplicate": 60, "at once": 100, "ahead": 130}[fault]))
+    feed(rec, range(101, 301))
+    v = rec.verdict()
+    assert [f.code for _, f in v.findings] == [code], v.table()
+    clean = Recording(spec(), 1000)
+    feed(clean, range(1, 301))
+    assert clean.verdict().passed and "truth_stamps" in clean.verdict().table()  # positive control
+
+
+def test_two_sims_in_one_namespace_are_named_as_two_publishers_not_restarts():
+    """Specs of instances i1, i2, then i1 again (two sims latched on one spec topic): a restarted
+    sim never comes back as an earlier instance, so it fails as two publishers, first."""
+    rec = Recording(spec(instance="i1"), 1000)
+    feed(rec, range(1, 101))
+    assert rec.on_spec(spec(instance="i2")) == "restart"
+    feed(rec, range(1, 51))
+    rec.on_spec(spec(instance="i1"))
+    feed(rec, range(101, 151))
+    v = rec.verdict()
+    assert v.findings[0][1].code == "two_publishers", v.table()
+    assert "instances i1, i2 alternate" in v.findings[0][1].message
+    # positive control: one restart (i1, then i2) is a restart, not two publishers
+    once = Recording(spec(instance="i1"), 1000)
+    feed(once, range(1, 101))
+    once.on_spec(spec(instance="i2"))
+    feed(once, range(1, 101))
+    assert "two_publishers" not in [f.code for _, f in once.verdict().findings], once.verdict().table()

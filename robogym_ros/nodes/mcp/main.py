@@ -140,9 +140,13 @@ def main(argv: list[str] | None = None) -> int:
 async def _serve_http(server, args, where: str) -> None:
     import anyio
     import uvicorn
+    from mcp.server.transport_security import TransportSecuritySettings
 
-    from robogym_ros.live.guard import BearerGuard
-    app = server.streamable_http_app(host=args.host)
+    from robogym_ros.live.guard import BearerGuard, allowed_hosts, allowed_origins
+    hosts, origins = allowed_hosts(args.host), allowed_origins(args.host)
+    security = TransportSecuritySettings(enable_dns_rebinding_protection=hosts is not None,
+                                         allowed_hosts=hosts or [], allowed_origins=origins or [])
+    app = server.streamable_http_app(host=args.host, transport_security=security)
     if args.token:
         app = BearerGuard(app, args.token)
     config = uvicorn.Config(app, host=args.host, port=args.port, log_level="warning", lifespan="on")

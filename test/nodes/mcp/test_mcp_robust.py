@@ -143,3 +143,32 @@ def test_two_agents_on_one_sim_see_one_world_and_the_later_command_wins(make_sim
             status_a = await seen_by(a, "status", lambda data: data["run_state"]["paused"] is False)
             assert status_a["run_state"]["paused"] is False  # B's resume is A's resume
     run_async(scenario)
+
+
+def test_the_http_transport_refuses_another_origin_a_foreign_host_and_a_simple_post(ros):
+    """robogym_mcp --transport http on localhost, with curl as an attacking page would send: the
+    same refusals as the viewer's (robogym_ros.live.guard's lists, which main hands the SDK)."""
+    import shutil
+    import subprocess
+
+    from mcpharness import HttpServer
+    if shutil.which("curl") is None:
+        pytest.skip("curl is not installed")
+    server = HttpServer(new_namespace("mcpguard"), "--timeout-s", "1")
+    body = ('{"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-06-18", '
+            '"capabilities": {}, "clientInfo": {"name": "curl", "version": "1"}}}')
+    accept = "Accept: application/json, text/event-stream"
+
+    def status(*headers: str) -> int:
+        run = subprocess.run(["curl", "-s", "-o", "/dev/null", "-w", "%{http_code}", "-X", "POST", "-d", body,
+                              "-H", accept, *[a for h in headers for a in ("-H", h)], server.url],
+                             capture_output=True, text=True, timeout=30)
+        return int(run.stdout)
+    try:
+        json_type = "Content-Type: application/json"
+        assert status("Content-Type: text/plain") == 400
+        assert status(json_type, f"Host: rebind.evil.example:{server.port}") == 421
+        assert status(json_type, "Origin: http://evil.example") == 403
+        assert status(json_type, f"Origin: http://localhost:{server.port}") == 200
+    finally:
+        assert server.stop() == 0, server.text
