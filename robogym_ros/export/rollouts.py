@@ -12,6 +12,11 @@ backed out (the expert's retreat takes 0.5 s), so the release and the retreat ar
 It also ends on a blow-up, or after ``max_steps`` steps without success (once success has come,
 it may run on for the hold, ``max_steps`` + the hold's steps at most).
 
+A replay sees what each action did through the next frame; the last action has no next frame,
+yet it is a training target. So the export also writes ``meta/rollout_ends.json``: per episode
+(in the dataset's order) its seed and the tick, joint positions and objects' poses after its
+last action, as float32 (``ROLLOUT_ENDS``): a replay checks the last action against them.
+
 A policy is made per episode by a factory, ``factory(env) -> policy``, with ``policy(obs) ->
 targets`` in rad (the env is made with ``normalize_actions=False``). ``sweep`` is a
 deterministic motion that does not solve the task; ``expert`` is the scripted handover
@@ -20,8 +25,10 @@ deterministic motion that does not solve the task; ``expert`` is the scripted ha
 from __future__ import annotations
 
 import importlib
+import json
 import math
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Callable, Iterator, Sequence
 
 import numpy as np
@@ -32,6 +39,7 @@ from robogym_ros.export.dataset import ENVIRONMENT_OBJECTS, DatasetWriter
 
 Policy = Callable[[dict], np.ndarray]
 PolicyFactory = Callable[[HandoverEnv], Policy]
+ROLLOUT_ENDS = "meta/rollout_ends.json"  # per episode: the state its last action led to
 SUCCESS_HOLD_S = 1.0  # success held this long ends an episode (the release and the retreat inside it)
 
 
@@ -95,6 +103,7 @@ class RolloutEpisode:
     frames: list[RolloutFrame]
     outcome: str  # "success" (held for the hold), "blew up" or "time limit"
     first_success_step: int | None = None  # the step (1 = the first) after which the env first said success
+    end: RolloutFrame | None = None  # the tick after the last action (its action: none, empty)
 
 
 def make_env(cameras: Sequence[str] = ("overhead",), *, width_px: int = 320, height_px: int = 240,
@@ -147,7 +156,9 @@ def rollouts(env: HandoverEnv, n_episodes: int, factory: PolicyFactory, *, seed:
             if held >= hold:
                 outcome = "success"
                 break
-        yield RolloutEpisode(seed + i, frames, outcome, first)
+        objects = obs["observation"][poses].reshape(len(env.object_names), -1)[order].reshape(-1)
+        end = RolloutFrame(int(info["stamp_ns"]), obs["observation"][:n].copy(), np.zeros(0), {}, objects.copy())
+        yield RolloutEpisode(seed + i, frames, outcome, first, end)
 
 
 def fps_of(env: HandoverEnv) -> int:
@@ -168,6 +179,7 @@ def write_rollouts(out, task: str, n_episodes: int, factory: PolicyFactory, *, s
     ``only_success`` leaves out episodes that did not end in success; ``environment_state`` adds
     the objects' poses. Every frame carries its episode's seed (``sim_seed``)."""
     env = make_env(cameras, width_px=width_px, height_px=height_px, action_repeat=action_repeat)
+    ends = []
     try:
         sizes = {c: (height_px, width_px) for c in cameras}
         with DatasetWriter(out, fps=fps_of(env), joint_names=env.joint_names, camera_sizes=sizes, task=task,
@@ -179,8 +191,13 @@ def write_rollouts(out, task: str, n_episodes: int, factory: PolicyFactory, *, s
                         writer.add(f.stamp_ns, f.state, f.action, f.images, environment_state=f.environment_state,
                                    seed=episode.seed)
                     writer.end_episode()
+                    e = episode.end
+                    ends.append({"seed": episode.seed, "stamp_ns": e.stamp_ns,
+                                 "state": e.state.astype(np.float32).tolist(),
+                                 "environment_state": e.environment_state.astype(np.float32).tolist()})
                 if on_episode is not None:
                     on_episode(episode)
     finally:
         env.close()
+    (Path(out) / ROLLOUT_ENDS).write_text(json.dumps({"episodes": ends}))
     return writer
