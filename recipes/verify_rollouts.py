@@ -4,8 +4,9 @@
 
 Loads the dataset with LeRobot's own ``LeRobotDataset`` and replays each episode in a fresh
 local-mode env: ``reset(seed=sim_seed)``, then the dataset's actions, one per frame (they are
-exactly what the rollout sent, float32). Every frame's ``sim_stamp_ns``, ``observation.state``
-and ``observation.environment_state`` (where present) must equal the replayed env's at float32,
+exactly what the rollout sent, float32; in a noisy export ``sim_executed_action``, the targets
+sent). Every frame's ``sim_stamp_ns``, ``observation.state`` and
+``observation.environment_state`` (where present) must equal the replayed env's at float32,
 and the timestamps be k / fps. A replay checks each action through the next frame; the last
 one has none, so it is checked against the export's record of where it led
 (``meta/rollout_ends.json``: the tick, joints and objects' poses after it, which the replay must
@@ -25,7 +26,7 @@ from pathlib import Path
 
 import numpy as np
 
-from robogym_ros.export.dataset import ENVIRONMENT_OBJECTS, ENVIRONMENT_STATE, SEED, STAMP, STATE
+from robogym_ros.export.dataset import ENVIRONMENT_OBJECTS, ENVIRONMENT_STATE, EXECUTED, SEED, STAMP, STATE
 from robogym_ros.export.rollouts import ROLLOUT_ENDS, SUCCESS_HOLD_S, make_env
 
 
@@ -91,7 +92,8 @@ def main(argv=None) -> int:
                 problems.append(f"episode {e}: {len(seeds)} different seeds in one episode")
                 continue
             seed = int(seeds[0])
-            actions = rows["action"][sel].astype(np.float64)
+            # noisy (DART) rollouts: the env was sent the executed targets; ``action`` is the clean label
+            actions = rows[EXECUTED if EXECUTED in rows else "action"][sel].astype(np.float64)
             stamps, states, poses, placed, info, end = replay(env, seed, actions)
             if len(stamps) != len(actions):
                 problems.append(f"episode {e}: the replay blew up after {len(stamps)} of {len(actions)} frames")
