@@ -14,7 +14,7 @@ success, which ``info["is_success"]`` carries to lerobot-eval's ``pc_success``. 
 an eval runs ``reset(seed=cfg.seed + i)``, the scene a sim node started with that seed draws first.
 LeRobot seeds whole batches: n episodes in batches of b use S .. S + ceil(n / b) * b - 1, which must
 stay within the env's seeds (0 .. 2**31 - 1); under lerobot-eval the config refuses a ``--seed``
-beyond that before any env is made. ``render_mode`` is ``rgb_array`` only: lerobot-eval renders up
+beyond that before any env is made. Under lerobot-eval ``render_mode`` is ``rgb_array`` only: it renders up
 to 10 episodes into videos whatever the env's render_mode (LeRobot 0.6 turns them off only with
 ``--eval.recording=true``), and a None frame breaks its video writer.
 """
@@ -74,9 +74,7 @@ def _eval_arguments(argv: list[str]) -> dict[str, str]:
 
 
 def _check_lerobot_eval_seeds(argv: list[str]) -> None:
-    """Under lerobot-eval: refuse seeds its batches would take past the env's range, before any episode."""
-    if Path(argv[0]).name != "lerobot-eval":
-        return
+    """lerobot-eval's command line: refuse seeds its batches would take past the env's range, before any episode."""
     from lerobot.configs.default import EvalConfig
     from lerobot.configs.eval import EvalPipelineConfig
     args = _eval_arguments(argv[1:])
@@ -121,11 +119,12 @@ class RobogymHandoverEnv(EnvConfig):
             raise ValueError(f"env.fps is the env's step rate, 25 (4 control ticks of 10 ms); got {self.fps}")
         if not self.cameras:
             raise ValueError("env.cameras must name at least one camera")
-        if self.render_mode != "rgb_array":
-            raise ValueError(f"env.render_mode must be 'rgb_array', got {self.render_mode!r}: lerobot-eval renders up "
-                             "to 10 episodes into videos whatever the env's render_mode (LeRobot 0.6 turns them off "
-                             "only with --eval.recording=true)")
-        _check_lerobot_eval_seeds(sys.argv)
+        if Path(sys.argv[0]).name == "lerobot-eval":  # its own rollout() needs no render (a test runs it so)
+            if self.render_mode != "rgb_array":
+                raise ValueError(f"env.render_mode must be 'rgb_array' under lerobot-eval, got {self.render_mode!r}: "
+                                 "it renders up to 10 episodes into videos whatever the env's render_mode (LeRobot "
+                                 "0.6 turns them off only with --eval.recording=true)")
+            _check_lerobot_eval_seeds(sys.argv)
         shapes = feature_shapes()
         keys = OBS_TYPES[self.obs_type]
         self.features = {ACTION: PolicyFeature(type=FeatureType.ACTION, shape=shapes["action"])}
