@@ -12,9 +12,15 @@ README's commands ("Train and evaluate with LeRobot"), with its defaults:
    rendered); episodes the expert did not finish are left out;
 2. ``lerobot-train --policy.type=act`` sized for a few CPU cores (no VAE, one thread: the training
    loop and its data loading share the cores);
-3. ``lerobot-eval --env.type=robogym_handover`` with temporal ensembling on ``--eval-episodes`` seeds
-   from ``--eval-seed`` (far from the demonstrations' seeds), and the same seeds run once by the
-   scripted expert through LeRobot's own rollout, the reference the trained policy stands beside.
+3. ``lerobot-eval --env.type=robogym_handover`` with temporal ensembling on ``--eval-episodes`` (200)
+   seeds from ``--eval-seed`` (disjoint from the demonstrations' seeds 0 .. N-1: refused otherwise),
+   and the same seeds run once by the scripted expert through LeRobot's own rollout, the reference
+   the trained policy stands beside. It prints success with its Wilson 95 % interval and writes the
+   per-seed outcomes (``outcomes_<seed>_<n>.json`` and ``.csv`` under ``--out``), which
+   recipes/compare_evals.py compares; the last line is the table row (demos x noise x steps ->
+   success, interval).
+
+``--noise-rad`` / ``--noisy-share`` export noisy demonstrations (DART, docs/lerobot.md).
 
 A step whose output exists already (the dataset, a checkpoint at ``--steps``) is not run again, so a
 run can be resumed by running the same command; ``--fresh`` removes ``--out`` first. Nothing it writes
@@ -34,6 +40,8 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+
+from robogym_ros.export.evaluation import outcomes, summary, write_outcomes
 
 BIN = Path(sys.executable).parent
 TASK = "hand the block to the other arm and lay it in the tray"
@@ -126,12 +134,20 @@ def main(argv=None) -> int:
     p.add_argument("--log-freq", type=int, default=250)
     p.add_argument("--save-freq", type=int, help="checkpoint every this many steps (default: at --steps only)")
     p.add_argument("--train-seed", type=int, default=1000)
-    p.add_argument("--eval-episodes", type=int, default=50)
+    p.add_argument("--noise-rad", type=float, default=0.0, help="DART: noise on the targets sent [rad] (the export's)")
+    p.add_argument("--noisy-share", type=float, default=1.0, help="DART: the share of noisy demonstrations")
+    p.add_argument("--eval-episodes", type=int, default=200, help="held-out episodes (200: an interval of about "
+                   "+-7 points)")
     p.add_argument("--eval-seed", type=int, default=100000, help="the first held-out seed")
     p.add_argument("--no-expert", action="store_true", help="skip the expert's reference run on the eval seeds")
     args = p.parse_args(argv)
-    if args.eval_seed < args.demos:
-        p.error(f"--eval-seed {args.eval_seed} is among the demonstrations' seeds 0 .. {args.demos - 1}")
+    train_seeds = range(0, args.demos)  # the export's --seed 0: demonstration i ran seed i
+    eval_seeds = range(args.eval_seed, args.eval_seed + args.eval_episodes)
+    if args.eval_episodes < 1 or args.demos < 1:
+        p.error("--demos and --eval-episodes must be >= 1")
+    if max(train_seeds.start, eval_seeds.start) < min(train_seeds.stop, eval_seeds.stop):
+        p.error(f"--eval-seed {args.eval_seed} with --eval-episodes {args.eval_episodes}: seeds {eval_seeds.start} .. "
+                f"{eval_seeds.stop - 1} meet the demonstrations' seeds 0 .. {args.demos - 1}")
     if args.fresh:
         shutil.rmtree(args.out, ignore_errors=True)
     args.out.mkdir(parents=True, exist_ok=True)
@@ -141,7 +157,8 @@ def main(argv=None) -> int:
 
     if not state.exists():
         export = [sys.executable, "-m", "robogym_ros.export.lerobot", "--rollouts", str(args.demos), "--out",
-                  str(state), "--task", TASK, "--environment-state", "--only-success", "--no-cameras"]
+                  str(state), "--task", TASK, "--environment-state", "--only-success", "--no-cameras",
+                  "--noise-rad", str(args.noise_rad), "--noisy-share", str(args.noisy_share)]
         figures["export_s"] = run(export, args.out / "export.log")
     info = json.loads((state / "meta" / "info.json").read_text())
     print(f"dataset: {info['total_episodes']} episodes, {info['total_frames']} frames, features "
@@ -157,16 +174,21 @@ def main(argv=None) -> int:
     evaluation = args.out / f"eval_{args.eval_seed}_{args.eval_episodes}"
     shutil.rmtree(evaluation, ignore_errors=True)
     figures["eval_s"] = run(eval_command(args, checkpoint, evaluation), args.out / "eval.log", threads)
-    overall = json.loads((evaluation / "eval_info.json").read_text())["overall"]
-    print(f"held-out seeds {args.eval_seed} .. {args.eval_seed + args.eval_episodes - 1}: pc_success "
-          f"{overall['pc_success']:.1f} % of {overall['n_episodes']} episodes (lerobot-eval, "
-          f"{evaluation / 'eval_info.json'})")
+    eval_info = json.loads((evaluation / "eval_info.json").read_text())
+    rows = outcomes(eval_info, args.eval_seed)
+    seen = {seed for seed, _ in rows}
+    assert len(seen) == len(rows) and not seen & set(train_seeds), "an evaluated seed is a training seed"
+    json_path, csv_path = write_outcomes(args.out / f"outcomes_{args.eval_seed}_{args.eval_episodes}", rows)
+    print(f"held-out seeds {args.eval_seed} .. {args.eval_seed + args.eval_episodes - 1}: success {summary(rows)} "
+          f"(lerobot-eval, {evaluation / 'eval_info.json'}; per seed: {json_path}, {csv_path})")
     if not args.no_expert:
         started = time.monotonic()
         pc = expert_reference(args.eval_seed, args.eval_episodes)
         print(f"the scripted expert on the same seeds (LeRobot's rollout): pc_success {pc:.1f} % "
               f"({time.monotonic() - started:.0f} s)")
     print("wall time (s): " + ", ".join(f"{k[:-2]} {v:.0f}" for k, v in figures.items()))
+    print(f"| {info['total_episodes']} of {args.demos} | {args.noise_rad:g} rad x {args.noisy_share:g} | {args.steps} "
+          f"| {summary(rows)} |")
     return 0
 
 

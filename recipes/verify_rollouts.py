@@ -4,27 +4,35 @@
 
 Loads the dataset with LeRobot's own ``LeRobotDataset`` and replays each episode in a fresh
 local-mode env: ``reset(seed=sim_seed)``, then the dataset's actions, one per frame (they are
-exactly what the rollout sent, float32). Every frame's ``sim_stamp_ns``, ``observation.state``
-and ``observation.environment_state`` (where present) must equal the replayed env's at float32,
-and the timestamps be k / fps. After the last action it says how the episode ended, judged by
-the env's own success (the block placed in the tray, touching no arm, at rest): how long success
-had held at the end, and the placing gripper's opening on the last frame. ``--require-success``:
-every episode must end with success held for ``--hold-s`` (the export's default, 1 s).
+exactly what the rollout sent, float32; in a noisy export ``sim_executed_action``, the targets
+sent). Every frame's ``sim_stamp_ns``, ``observation.state`` and
+``observation.environment_state`` (where present) must equal the replayed env's at float32,
+and the timestamps be k / fps. A replay checks each action through the next frame; the last
+one has none, so it is checked against the export's record of where it led
+(``meta/rollout_ends.json``: the tick, joints and objects' poses after it, which the replay must
+equal at float32); a dataset without that record has its last actions named as unchecked. After
+the last action it says how the episode ended, judged by the env's own success (the block placed
+in the tray, touching no arm, at rest): how long success had held at the end, and the placing
+gripper's opening on the last frame. ``--require-success``: every episode must end with success
+held for ``--hold-s`` (the export's default, 1 s).
 Exit 0: every figure matches; 1: a mismatch (printed); 2: usage.
 """
 from __future__ import annotations
 
 import argparse
+import json
 import sys
+from pathlib import Path
 
 import numpy as np
 
-from robogym_ros.export.dataset import ENVIRONMENT_OBJECTS, ENVIRONMENT_STATE, SEED, STAMP, STATE
-from robogym_ros.export.rollouts import SUCCESS_HOLD_S, make_env
+from robogym_ros.export.dataset import ENVIRONMENT_OBJECTS, ENVIRONMENT_STATE, EXECUTED, SEED, STAMP, STATE
+from robogym_ros.export.rollouts import ROLLOUT_ENDS, SUCCESS_HOLD_S, make_env
 
 
 def replay(env, seed: int, actions: np.ndarray):
-    """The env's stamps, states and object poses before each action, and the success of each step."""
+    """The env's stamps, states and object poses before each action, the success of each step, the
+    last step's info, and the stamp, state and object poses after the last action."""
     obs, info = env.reset(seed=seed)
     n = len(env.joint_names)
     order = [env.object_names.index(o) for o in ENVIRONMENT_OBJECTS]
@@ -37,7 +45,9 @@ def replay(env, seed: int, actions: np.ndarray):
         placed.append(bool(terminated))
         if truncated:
             break
-    return np.array(stamps), np.array(states), np.array(poses), np.array(placed), info
+    end = (int(info["stamp_ns"]), obs["observation"][:n].copy(),
+           obs["observation"][env.layout.object_poses].reshape(len(env.object_names), -1)[order].ravel())
+    return np.array(stamps), np.array(states), np.array(poses), np.array(placed), info, end
 
 
 def main(argv=None) -> int:
@@ -64,6 +74,11 @@ def main(argv=None) -> int:
         print(f"the dataset's joints {names} are not the env's {env.joint_names}", file=sys.stderr)
         return 2
     has_env_state = ENVIRONMENT_STATE in ds.features
+    ends_path = Path(args.dataset) / ROLLOUT_ENDS
+    ends = json.loads(ends_path.read_text())["episodes"] if ends_path.exists() else None
+    if ends is not None and len(ends) != ds.num_episodes:
+        print(f"{ends_path}: {len(ends)} episodes, the dataset {ds.num_episodes}", file=sys.stderr)
+        return 2
     hold_steps = max(1, round(args.hold_s / step_s))
     print(f"dataset: {ds.num_episodes} episodes, {ds.num_frames} frames at {ds.fps} fps, "
           f"environment_state {'yes' if has_env_state else 'no'}")
@@ -77,8 +92,9 @@ def main(argv=None) -> int:
                 problems.append(f"episode {e}: {len(seeds)} different seeds in one episode")
                 continue
             seed = int(seeds[0])
-            actions = rows["action"][sel].astype(np.float64)
-            stamps, states, poses, placed, info = replay(env, seed, actions)
+            # noisy (DART) rollouts: the env was sent the executed targets; ``action`` is the clean label
+            actions = rows[EXECUTED if EXECUTED in rows else "action"][sel].astype(np.float64)
+            stamps, states, poses, placed, info, end = replay(env, seed, actions)
             if len(stamps) != len(actions):
                 problems.append(f"episode {e}: the replay blew up after {len(stamps)} of {len(actions)} frames")
                 continue
@@ -90,6 +106,14 @@ def main(argv=None) -> int:
                        if has_env_state else None)
             if state_err or env_err:
                 problems.append(f"episode {e}: state error {state_err:.3g}, environment_state error {env_err}")
+            if ends is not None:  # the last action: where the export says it led
+                want = ends[e]
+                end_err = max(float(np.abs(np.float32(want["state"]) - end[1].astype(np.float32)).max()),
+                              float(np.abs(np.float32(want["environment_state"]) - end[2].astype(np.float32)).max()))
+                if want["seed"] != seed or want["stamp_ns"] != end[0] or end_err:
+                    problems.append(f"episode {e}: after its last action the replay is not where the export was "
+                                    f"(seed {want['seed']}, tick {want['stamp_ns']} vs {end[0]} ns, "
+                                    f"error {end_err:.3g}): the last action was changed")
             if not np.allclose(rows["timestamp"][sel], np.arange(sel.sum()) / ds.fps):
                 problems.append(f"episode {e}: timestamps are not k / fps")
             tail = len(placed) - (np.flatnonzero(~placed)[-1] + 1 if (~placed).any() else 0)  # steps placed at the end
@@ -106,6 +130,8 @@ def main(argv=None) -> int:
         env.close()
     for line in problems:
         print("MISMATCH:", line)
+    if ends is None:
+        print(f"UNCHECKED: each episode's last action (no {ROLLOUT_ENDS}: an export from before it was written)")
     print("OK: every episode replays to the dataset's frames" if not problems
           else f"FAIL: {len(problems)} mismatch(es)")
     return 1 if problems else 0

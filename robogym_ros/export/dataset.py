@@ -32,6 +32,10 @@ SEED = "sim_seed"
 # The sim stamp of each frame's tick (int64 ns): every row names its tick, so a dataset can be
 # checked against the sim's ground truth. Not under observation./action.: policies ignore it.
 STAMP = "sim_stamp_ns"
+# Noisy (DART) rollouts: the targets the env was sent (float32, one per joint), the expert's clean
+# action plus the injected noise; ``action`` keeps the clean label. A replay sends these. Not under
+# observation./action.: policies ignore it.
+EXECUTED = "sim_executed_action"
 MISSING_LEROBOT = ("exporting a LeRobot dataset needs the optional lerobot extra (Python >= 3.12 for lerobot 0.6): "
                    "pip install -e '.[lerobot]'")
 
@@ -56,9 +60,10 @@ def environment_state_names() -> list[str]:
 
 
 def features(joint_names: Sequence[str], camera_sizes: Mapping[str, tuple[int, int]], *,
-             environment_state: bool = False, seeds: bool = False) -> dict[str, dict]:
+             environment_state: bool = False, seeds: bool = False, executed: bool = False) -> dict[str, dict]:
     """The dataset's features; ``camera_sizes``: camera -> (height, width) in pixels;
-    ``environment_state``: the objects' poses too; ``seeds``: each frame's episode seed (rollouts)."""
+    ``environment_state``: the objects' poses too; ``seeds``: each frame's episode seed (rollouts);
+    ``executed``: the targets actually sent where they differ from the label (noisy rollouts)."""
     names = feature_names(joint_names)
     out = {STATE: {"dtype": "float32", "shape": (len(names),), "names": names},
            ACTION: {"dtype": "float32", "shape": (len(names),), "names": list(names)},
@@ -68,6 +73,8 @@ def features(joint_names: Sequence[str], camera_sizes: Mapping[str, tuple[int, i
         out[ENVIRONMENT_STATE] = {"dtype": "float32", "shape": (len(env_names),), "names": env_names}
     if seeds:
         out[SEED] = {"dtype": "int64", "shape": (1,), "names": None}
+    if executed:
+        out[EXECUTED] = {"dtype": "float32", "shape": (len(names),), "names": list(names)}
     for cam, (h, w) in camera_sizes.items():
         out[IMAGE_PREFIX + cam] = {"dtype": "video", "shape": (int(h), int(w), 3),
                                    "names": ["height", "width", "channels"]}
@@ -83,7 +90,7 @@ class DatasetWriter:
 
     def __init__(self, out: str | Path, *, fps: int, joint_names: Sequence[str],
                  camera_sizes: Mapping[str, tuple[int, int]], task: str, repo_id: str | None = None,
-                 environment_state: bool = False, seeds: bool = False):
+                 environment_state: bool = False, seeds: bool = False, executed: bool = False):
         out = Path(out)
         if out.exists():
             raise FileExistsError(f"{out} exists already: a dataset is written into a new folder")
@@ -100,18 +107,22 @@ class DatasetWriter:
         self.cameras = tuple(camera_sizes)
         self.environment_state = bool(environment_state)
         self.seeds = bool(seeds)
+        self.executed = bool(executed)
         self.n_frames = 0
         self.n_episodes = 0
         self._in_episode = 0
         self._dataset = LeRobotDataset.create(self.repo_id, fps, features(
-            joint_names, camera_sizes, environment_state=self.environment_state, seeds=self.seeds), root=out,
+            joint_names, camera_sizes, environment_state=self.environment_state, seeds=self.seeds,
+            executed=self.executed), root=out,
             robot_type=ROBOT_TYPE, use_videos=bool(self.cameras),
             video_backend="pyav")  # a writer decodes nothing; this skips probing torchcodec's FFmpeg
 
     def add(self, stamp_ns: int, state: np.ndarray, action: np.ndarray, images: Mapping[str, np.ndarray], *,
-            environment_state: np.ndarray | None = None, seed: int | None = None) -> None:
+            environment_state: np.ndarray | None = None, seed: int | None = None,
+            executed: np.ndarray | None = None) -> None:
         """One frame: its tick's stamp, the joint positions at that tick, the targets sent after it,
-        one image per camera (and, where the dataset has them, the objects' poses and the seed)."""
+        one image per camera (and, where the dataset has them, the objects' poses, the seed and the
+        targets actually sent)."""
         frame = {STATE: np.asarray(state, np.float64).astype(np.float32),
                  ACTION: np.asarray(action, np.float64).astype(np.float32),
                  STAMP: np.array([stamp_ns], np.int64), "task": self.task}
@@ -123,6 +134,8 @@ class DatasetWriter:
             frame[ENVIRONMENT_STATE] = values.astype(np.float32)
         if self.seeds:
             frame[SEED] = np.array([seed], np.int64)
+        if self.executed:
+            frame[EXECUTED] = np.asarray(executed, np.float64).astype(np.float32)
         for cam in self.cameras:
             frame[IMAGE_PREFIX + cam] = np.ascontiguousarray(images[cam], dtype=np.uint8)
         self._dataset.add_frame(frame)

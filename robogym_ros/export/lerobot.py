@@ -50,6 +50,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--success-hold-s", type=float, default=1.0, help=(
         "rollouts: an episode ends once success (the block placed in the tray) has held this long [s]: the release "
         "and the arm's retreat are in it"))
+    p.add_argument("--noise-rad", type=float, default=0.0, help=(
+        "rollouts (DART): Gaussian noise of this standard deviation [rad, 0 .. 1] added to every target sent in "
+        "noisy episodes; the dataset's action stays the expert's clean action for the state reached, the targets "
+        "sent are stored as sim_executed_action"))
+    p.add_argument("--noisy-share", type=float, default=1.0, help=(
+        "rollouts with --noise-rad: the share of episodes made noisy [0 .. 1], spread evenly over them"))
     p.add_argument("--environment-state", action="store_true", help=(
         "add observation.environment_state: the block's then the tray's pose, x y z qw qx qy qz each "
         "(14 float32, block.x ... tray.qz)"))
@@ -109,11 +115,13 @@ def _from_rollouts(args: argparse.Namespace, out: Path) -> int:
         left_out = args.only_success and episode.outcome != "success"
         first = f" (placed at step {episode.first_success_step})" if episode.first_success_step else ""
         print(f"seed {episode.seed}: {len(episode.frames)} frames, {episode.outcome}{first}"
+              + (", noisy" if episode.noisy else "")
               + (" (left out)" if left_out else ""), flush=True)
     writer = write_rollouts(out, args.task, args.rollouts, factory, seed=args.seed, cameras=cameras,
                             max_steps=args.max_steps, repo_id=args.repo_id, on_episode=report,
                             only_success=args.only_success, environment_state=args.environment_state,
-                            success_hold_s=args.success_hold_s)
+                            success_hold_s=args.success_hold_s, noise_rad=args.noise_rad,
+                            noisy_share=args.noisy_share)
     if not writer.n_episodes:
         raise ValueError(f"no episode to write: none of the {args.rollouts} rollouts succeeded")
     _summary(writer, writer.fps, cameras)

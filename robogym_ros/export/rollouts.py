@@ -12,6 +12,18 @@ backed out (the expert's retreat takes 0.5 s), so the release and the retreat ar
 It also ends on a blow-up, or after ``max_steps`` steps without success (once success has come,
 it may run on for the hold, ``max_steps`` + the hold's steps at most).
 
+A replay sees what each action did through the next frame; the last action has no next frame,
+yet it is a training target. So the export also writes ``meta/rollout_ends.json``: per episode
+(in the dataset's order) its seed and the tick, joint positions and objects' poses after its
+last action, as float32 (``ROLLOUT_ENDS``): a replay checks the last action against them.
+
+Noisy rollouts (DART: demonstrations that show how to recover): with ``noise_rad`` > 0, a share
+``noisy_share`` of the episodes (spread evenly over them) send the env the policy's action plus
+Gaussian noise (standard deviation ``noise_rad`` per joint and step, drawn from the episode's seed,
+clipped to the joints' ranges). The frame's ``action`` is the policy's clean action for the state
+actually reached, which the expert computes from the perturbed scene (its grasp checks replan on
+what the physics shows); the targets sent are stored as ``sim_executed_action``, which a replay sends.
+
 A policy is made per episode by a factory, ``factory(env) -> policy``, with ``policy(obs) ->
 targets`` in rad (the env is made with ``normalize_actions=False``). ``sweep`` is a
 deterministic motion that does not solve the task; ``expert`` is the scripted handover
@@ -20,8 +32,10 @@ deterministic motion that does not solve the task; ``expert`` is the scripted ha
 from __future__ import annotations
 
 import importlib
+import json
 import math
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Callable, Iterator, Sequence
 
 import numpy as np
@@ -32,6 +46,7 @@ from robogym_ros.export.dataset import ENVIRONMENT_OBJECTS, DatasetWriter
 
 Policy = Callable[[dict], np.ndarray]
 PolicyFactory = Callable[[HandoverEnv], Policy]
+ROLLOUT_ENDS = "meta/rollout_ends.json"  # per episode: the state its last action led to
 SUCCESS_HOLD_S = 1.0  # success held this long ends an episode (the release and the retreat inside it)
 
 
@@ -85,6 +100,7 @@ class RolloutFrame:
     action: np.ndarray  # targets sent after it (rad)
     images: dict[str, np.ndarray]
     environment_state: np.ndarray  # block then tray pose at the frame's tick (14: POSE_LAYOUT each)
+    executed: np.ndarray | None = None  # the targets sent (rad): the action plus noise (noisy episodes)
 
 
 @dataclass(frozen=True)
@@ -95,6 +111,8 @@ class RolloutEpisode:
     frames: list[RolloutFrame]
     outcome: str  # "success" (held for the hold), "blew up" or "time limit"
     first_success_step: int | None = None  # the step (1 = the first) after which the env first said success
+    end: RolloutFrame | None = None  # the tick after the last action (its action: none, empty)
+    noisy: bool = False  # noise was injected into the targets sent
 
 
 def make_env(cameras: Sequence[str] = ("overhead",), *, width_px: int = 320, height_px: int = 240,
@@ -109,17 +127,35 @@ def hold_steps(env: HandoverEnv, success_hold_s: float) -> int:
     return max(1, math.ceil(round(success_hold_s * NS_PER_S) / (env.control_dt_ns * env.action_repeat)))
 
 
+def noisy_episode(i: int, noisy_share: float) -> bool:
+    """Whether episode ``i`` (0-based) is noisy: ``noisy_share`` of every run of episodes, spread evenly."""
+    return math.floor((i + 1) * noisy_share + 1e-9) > math.floor(i * noisy_share + 1e-9)
+
+
+def check_noise(noise_rad: float, noisy_share: float) -> None:
+    """ValueError naming the argument and its range."""
+    if not (isinstance(noise_rad, (int, float)) and math.isfinite(noise_rad) and 0 <= noise_rad <= 1):
+        raise ValueError(f"noise_rad (--noise-rad) must be a number in 0 .. 1 (rad, the noise's standard "
+                         f"deviation), got {noise_rad!r}")
+    if not (isinstance(noisy_share, (int, float)) and 0 <= noisy_share <= 1):
+        raise ValueError(f"noisy_share (--noisy-share) must be a number in 0 .. 1 (the share of noisy episodes), "
+                         f"got {noisy_share!r}")
+
+
 def rollouts(env: HandoverEnv, n_episodes: int, factory: PolicyFactory, *, seed: int = 0,
-             max_steps: int = 250, success_hold_s: float = SUCCESS_HOLD_S) -> Iterator[RolloutEpisode]:
+             max_steps: int = 250, success_hold_s: float = SUCCESS_HOLD_S, noise_rad: float = 0.0,
+             noisy_share: float = 1.0) -> Iterator[RolloutEpisode]:
     """``n_episodes`` episodes from seeds ``seed``, ``seed + 1``, ...; see the module's docstring
-    for where each ends."""
+    for where each ends and what noise does."""
     if not (isinstance(n_episodes, int) and n_episodes >= 1):
         raise ValueError(f"rollouts must be a positive integer, got {n_episodes!r}")
     if not (isinstance(max_steps, int) and max_steps >= 2):
         raise ValueError(f"max_steps must be an integer >= 2, got {max_steps!r}")
     if not (isinstance(success_hold_s, (int, float)) and success_hold_s >= 0):
         raise ValueError(f"success_hold_s must be a number >= 0 (s), got {success_hold_s!r}")
+    check_noise(noise_rad, noisy_share)
     n = len(env.joint_names)
+    low, high = env.action_space.low.astype(np.float64), env.action_space.high.astype(np.float64)
     hold = hold_steps(env, success_hold_s)
     poses = env.layout.object_poses
     order = [env.object_names.index(o) for o in ENVIRONMENT_OBJECTS]
@@ -129,15 +165,21 @@ def rollouts(env: HandoverEnv, n_episodes: int, factory: PolicyFactory, *, seed:
         if hasattr(policy, "reset"):  # a stateful policy (the expert's phases) starts its episode afresh
             policy.reset()
         frames, outcome, first, held = [], "time limit", None, 0
+        noisy = noise_rad > 0 and noisy_episode(i, noisy_share)
+        rng = np.random.default_rng([seed + i, 0xDA27])  # the episode's noise: its seed alone
         for step in range(1, max_steps + hold + 1):
             if step > max_steps and first is None:
                 break  # the time limit, and no success to hold
             # what is sent is what the dataset stores (float32, LeRobot's dtype): a replay of it is exact
             action = np.asarray(policy(obs), np.float64).astype(np.float32).astype(np.float64)
+            sent = action
+            if noisy:  # float32 inside the ranges, as stored: a replay of it is exact
+                sent = np.clip(action + rng.normal(0.0, noise_rad, n), low, high).astype(np.float32)
+                sent = np.clip(sent.astype(np.float64), low, high)
             objects = obs["observation"][poses].reshape(len(env.object_names), -1)[order].reshape(-1)
             frames.append(RolloutFrame(int(info["stamp_ns"]), obs["observation"][:n].copy(), action.copy(),
-                                       {c: obs[f"pixels/{c}"] for c in env.cameras}, objects.copy()))
-            obs, _, terminated, truncated, info = env.step(action)
+                                       {c: obs[f"pixels/{c}"] for c in env.cameras}, objects.copy(), sent.copy()))
+            obs, _, terminated, truncated, info = env.step(sent)
             if truncated:
                 outcome = "blew up"
                 break
@@ -147,7 +189,9 @@ def rollouts(env: HandoverEnv, n_episodes: int, factory: PolicyFactory, *, seed:
             if held >= hold:
                 outcome = "success"
                 break
-        yield RolloutEpisode(seed + i, frames, outcome, first)
+        objects = obs["observation"][poses].reshape(len(env.object_names), -1)[order].reshape(-1)
+        end = RolloutFrame(int(info["stamp_ns"]), obs["observation"][:n].copy(), np.zeros(0), {}, objects.copy())
+        yield RolloutEpisode(seed + i, frames, outcome, first, end, noisy)
 
 
 def fps_of(env: HandoverEnv) -> int:
@@ -163,24 +207,36 @@ def write_rollouts(out, task: str, n_episodes: int, factory: PolicyFactory, *, s
                    height_px: int = 240, action_repeat: int = 4, repo_id: str | None = None,
                    on_episode: Callable[[RolloutEpisode], None] | None = None,
                    only_success: bool = False, environment_state: bool = False,
-                   success_hold_s: float = SUCCESS_HOLD_S) -> DatasetWriter:
+                   success_hold_s: float = SUCCESS_HOLD_S, noise_rad: float = 0.0,
+                   noisy_share: float = 1.0) -> DatasetWriter:
     """Roll out and write a new dataset at ``out``; ``on_episode`` sees each episode (a test does);
     ``only_success`` leaves out episodes that did not end in success; ``environment_state`` adds
-    the objects' poses. Every frame carries its episode's seed (``sim_seed``)."""
+    the objects' poses; ``noise_rad`` and ``noisy_share`` inject noise (the module's docstring) and
+    store the targets sent. Every frame carries its episode's seed (``sim_seed``)."""
+    check_noise(noise_rad, noisy_share)
+    executed = noise_rad > 0 and noisy_share > 0
     env = make_env(cameras, width_px=width_px, height_px=height_px, action_repeat=action_repeat)
+    ends = []
     try:
         sizes = {c: (height_px, width_px) for c in cameras}
         with DatasetWriter(out, fps=fps_of(env), joint_names=env.joint_names, camera_sizes=sizes, task=task,
-                           repo_id=repo_id, environment_state=environment_state, seeds=True) as writer:
+                           repo_id=repo_id, environment_state=environment_state, seeds=True,
+                           executed=executed) as writer:
             for episode in rollouts(env, n_episodes, factory, seed=seed, max_steps=max_steps,
-                                    success_hold_s=success_hold_s):
+                                    success_hold_s=success_hold_s, noise_rad=noise_rad,
+                                    noisy_share=noisy_share):
                 if episode.outcome == "success" or not only_success:
                     for f in episode.frames:
                         writer.add(f.stamp_ns, f.state, f.action, f.images, environment_state=f.environment_state,
-                                   seed=episode.seed)
+                                   seed=episode.seed, executed=f.executed)
                     writer.end_episode()
+                    e = episode.end
+                    ends.append({"seed": episode.seed, "stamp_ns": e.stamp_ns,
+                                 "state": e.state.astype(np.float32).tolist(),
+                                 "environment_state": e.environment_state.astype(np.float32).tolist()})
                 if on_episode is not None:
                     on_episode(episode)
     finally:
         env.close()
+    (Path(out) / ROLLOUT_ENDS).write_text(json.dumps({"episodes": ends}))
     return writer

@@ -164,6 +164,45 @@ def test_the_readme_commands_export_train_and_evaluate(tmp_path):
     assert list(out.rglob("*.mp4")), run.stdout[-2000:]
 
 
+def _eval_refused(tmp_path, *args: str) -> str:
+    """lerobot-eval with these arguments (and a policy path that does not exist: the env's config is
+    parsed first); it must fail before any env is made, writing nothing; its output comes back."""
+    out = tmp_path / "eval"
+    run = subprocess.run([str(BIN / "lerobot-eval"), "--env.type=robogym_handover", "--policy.path=/no/such/policy",
+                          f"--output_dir={out}", *args], capture_output=True, text=True, timeout=300)
+    assert run.returncode == 1, run.stdout[-2000:] + run.stderr[-2000:]
+    assert not out.exists()
+    return run.stdout + run.stderr
+
+
+def test_render_mode_null_is_refused_saying_lerobot_eval_renders_anyway(tmp_path):
+    """lerobot-eval renders up to 10 episodes whatever the env's render_mode: None frames broke its video
+    writer and left phantom video paths in eval_info.json. The config refuses it, naming the option."""
+    assert "env.render_mode must be 'rgb_array' under lerobot-eval, got None" in _eval_refused(
+        tmp_path, "--env.render_mode=null")
+    make_env_config("robogym_handover", render_mode=None)  # elsewhere (LeRobot's rollout() alone) it is fine
+
+
+def test_eval_seeds_past_the_envs_range_are_refused_before_any_episode(tmp_path):
+    """LeRobot seeds whole batches (S .. S + ceil(n / b) * b - 1): 3 episodes in batches of 2 from
+    2147483645 would reach 2**31 in a worker and lose every result. Refused up front naming --seed and
+    its range; the last seed allowed is one the env takes."""
+    from lerobot_env_robogym import eval_seed_problem
+    out = _eval_refused(tmp_path, "--eval.n_episodes=3", "--eval.batch_size=2", "--seed=2147483645")
+    assert "--seed=2147483645 with --eval.n_episodes=3 --eval.batch_size=2" in out
+    assert "--seed must be in 0 .. 2147483644" in out
+    assert eval_seed_problem(2147483644, 3, 2) is None and eval_seed_problem(2147483645, 3, 2)
+    assert eval_seed_problem(2147483647, 1, 1) is None and eval_seed_problem(-1, 1, 1)
+    assert eval_seed_problem(None, 3, 2) is None
+    _, env = _vector_env(obs_type="environment_state_agent_pos")
+    try:  # the last seed allowed runs; one past it is the env's own refusal
+        env.reset(seed=[2147483647])
+        with pytest.raises(Exception, match="2147483647"):
+            env.reset(seed=[2147483648])
+    finally:
+        env.close()
+
+
 def _run(cmd: list[str]) -> subprocess.CompletedProcess:
     run = subprocess.run(cmd, capture_output=True, text=True, timeout=900)
     assert run.returncode == 0, f"{' '.join(cmd)}\n{run.stdout[-3000:]}\n{run.stderr[-5000:]}"

@@ -12,10 +12,18 @@ and tray poses, ``pixels/<camera>``), actions in rad, one step = 4 control ticks
 cut at ``episode_length`` steps (250 = 10 s, the env's registered limit) and ended by the env's
 success, which ``info["is_success"]`` carries to lerobot-eval's ``pc_success``. Seeds: episode i of
 an eval runs ``reset(seed=cfg.seed + i)``, the scene a sim node started with that seed draws first.
+LeRobot seeds whole batches: n episodes in batches of b use S .. S + ceil(n / b) * b - 1, which must
+stay within the env's seeds (0 .. 2**31 - 1); under lerobot-eval the config refuses a ``--seed``
+beyond that before any env is made. Under lerobot-eval ``render_mode`` is ``rgb_array`` only: it renders up
+to 10 episodes into videos whatever the env's render_mode (LeRobot 0.6 turns them off only with
+``--eval.recording=true``), and a None frame breaks its video writer.
 """
 from __future__ import annotations
 
+import math
+import sys
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from lerobot.configs import FeatureType, PolicyFeature
 from lerobot.envs.configs import EnvConfig
@@ -32,7 +40,57 @@ from robogym_ros.envs.lerobot_view import (
     feature_shapes,
 )
 
-__all__ = ["RobogymHandoverEnv"]
+__all__ = ["RobogymHandoverEnv", "eval_seed_problem"]
+
+SEED_MAX = 2**31 - 1  # the env's seeds: 0 .. 2**31 - 1 (the sim node's seed parameter)
+
+
+def eval_seed_problem(seed: int | None, n_episodes: int, batch_size: int) -> str | None:
+    """Why lerobot-eval's seeds would leave the env's range (None: they do not). LeRobot seeds each
+    batch of ``batch_size`` envs with consecutive seeds, the last batch included in full."""
+    if seed is None:
+        return None  # not seeded
+    last = seed + math.ceil(n_episodes / batch_size) * batch_size - 1
+    if seed < 0 or last > SEED_MAX:
+        top = SEED_MAX - (math.ceil(n_episodes / batch_size) * batch_size - 1)
+        return (f"--seed={seed} with --eval.n_episodes={n_episodes} --eval.batch_size={batch_size}: LeRobot seeds "
+                f"whole batches, {seed} .. {last} (S + ceil(n / b) * b - 1), and the env's seeds are "
+                f"0 .. {SEED_MAX}: --seed must be in 0 .. {top}")
+    return None
+
+
+def _eval_arguments(argv: list[str]) -> dict[str, str]:
+    """``--name=value`` and ``--name value`` pairs of a command line."""
+    out, i = {}, 0
+    while i < len(argv):
+        arg = argv[i]
+        if arg.startswith("--"):
+            name, eq, value = arg[2:].partition("=")
+            if not eq and i + 1 < len(argv) and not argv[i + 1].startswith("--"):
+                value, i = argv[i + 1], i + 1
+            out[name] = value
+        i += 1
+    return out
+
+
+def _check_lerobot_eval_seeds(argv: list[str]) -> None:
+    """lerobot-eval's command line: refuse seeds its batches would take past the env's range, before any episode."""
+    from lerobot.configs.default import EvalConfig
+    from lerobot.configs.eval import EvalPipelineConfig
+    args = _eval_arguments(argv[1:])
+    try:
+        raw = args.get("seed")
+        seed = EvalPipelineConfig.__dataclass_fields__["seed"].default if raw is None else (
+            None if raw.lower() in ("null", "none") else int(raw))
+        defaults = EvalConfig.__dataclass_fields__
+        n = int(args.get("eval.n_episodes", defaults["n_episodes"].default))
+        b = int(args.get("eval.batch_size", defaults["batch_size"].default))
+        batch = EvalConfig(n_episodes=n, batch_size=b).batch_size  # LeRobot's own choice (0: by CPU count)
+    except (ValueError, TypeError):
+        return  # LeRobot's own parser says what is wrong with these
+    problem = eval_seed_problem(seed, n, batch)
+    if problem:
+        raise ValueError(problem)
 
 
 @EnvConfig.register_subclass("robogym_handover")
@@ -61,6 +119,12 @@ class RobogymHandoverEnv(EnvConfig):
             raise ValueError(f"env.fps is the env's step rate, 25 (4 control ticks of 10 ms); got {self.fps}")
         if not self.cameras:
             raise ValueError("env.cameras must name at least one camera")
+        if Path(sys.argv[0]).name == "lerobot-eval":  # its own rollout() needs no render (a test runs it so)
+            if self.render_mode != "rgb_array":
+                raise ValueError(f"env.render_mode must be 'rgb_array' under lerobot-eval, got {self.render_mode!r}: "
+                                 "it renders up to 10 episodes into videos whatever the env's render_mode (LeRobot "
+                                 "0.6 turns them off only with --eval.recording=true)")
+            _check_lerobot_eval_seeds(sys.argv)
         shapes = feature_shapes()
         keys = OBS_TYPES[self.obs_type]
         self.features = {ACTION: PolicyFeature(type=FeatureType.ACTION, shape=shapes["action"])}

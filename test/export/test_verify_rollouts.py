@@ -1,0 +1,74 @@
+"""recipes/verify_rollouts.py checks every action of a rollouts dataset: each one through the
+next frame's replay, an episode's last one (a training target no replay frame shows) against the
+export's record of where it led; a dataset without that record has its last actions named unchecked."""
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+import pytest
+
+lerobot_reason = "needs the optional lerobot extra (Python >= 3.12)"
+
+
+def _verifier():
+    spec = importlib.util.spec_from_file_location("verify_rollouts", Path(__file__).parents[2] / "recipes" /
+                                                  "verify_rollouts.py")
+    verify = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(verify)
+    return verify
+
+
+def _tamper_action(dataset: Path, row: int) -> None:
+    """Move every target of one parquet row 10 % towards 0 (as a hand edit of the file would)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    (path,) = sorted((dataset / "data").rglob("*.parquet"))
+    table = pq.read_table(path)
+    actions = table.column("action").to_pylist()
+    actions[row] = [0.9 * a for a in actions[row]]
+    i = table.schema.get_field_index("action")
+    table = table.set_column(i, table.schema.field(i), pa.array(actions, type=table.schema.field(i).type))
+    pq.write_table(table, path)
+
+
+@pytest.fixture(scope="module")
+def exported(tmp_path_factory):
+    pytest.importorskip("lerobot", reason=lerobot_reason)
+    from robogym_ros.export.lerobot import main
+    out = tmp_path_factory.mktemp("verify") / "ds"
+    assert main(["--rollouts", "2", "--policy", "sweep", "--max-steps", "60", "--task", "t", "--no-cameras",
+                 "--environment-state", "--out", str(out)]) == 0
+    return out
+
+
+def _copy(src: Path, dst: Path) -> Path:
+    import shutil
+    shutil.copytree(src, dst)
+    return dst
+
+
+def test_an_untouched_dataset_checks_every_action(exported, capsys):
+    assert _verifier().main(["--dataset", str(exported)]) == 0
+    out = capsys.readouterr().out
+    assert "OK: every episode replays" in out and "UNCHECKED" not in out
+
+
+@pytest.mark.parametrize("row", [59, 119, 30])  # episode 0's last action, episode 1's last, one mid-episode
+def test_a_changed_action_is_found_the_last_one_included(exported, tmp_path, capsys, row):
+    ds = _copy(exported, tmp_path / "ds")
+    _tamper_action(ds, row)
+    assert _verifier().main(["--dataset", str(ds)]) == 1
+    out = capsys.readouterr().out
+    assert "FAIL" in out
+    if row in (59, 119):
+        assert f"episode {row // 60}: after its last action the replay is not where the export was" in out
+
+
+def test_without_the_record_of_the_ends_the_last_actions_are_named_unchecked(exported, tmp_path, capsys):
+    from robogym_ros.export.rollouts import ROLLOUT_ENDS
+    ds = _copy(exported, tmp_path / "ds")
+    (ds / ROLLOUT_ENDS).unlink()
+    assert _verifier().main(["--dataset", str(ds)]) == 0
+    out = capsys.readouterr().out
+    assert "UNCHECKED: each episode's last action" in out
