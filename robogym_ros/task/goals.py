@@ -56,6 +56,28 @@ def placement_info(p: placement.Placement, tray_pose, goal) -> dict:
     }
 
 
+def step_facts(p: placement.Placement, tray_pose, goal, achieved) -> tuple[dict, bool, int]:
+    """One step's :func:`placement_info`, :func:`success` and :func:`stage` from the same facts,
+    each computed once (the tray's goal, the box test), in Python scalars: what a single env's
+    step returns, the same numbers as the batched functions give for it."""
+    c = p.contacts
+    g = [float(v) for v in goal[:3]]
+    moved = placement.goal_of_tray_one(tray_pose)
+    shift = (moved[0] - g[0], moved[1] - g[1], moved[2] - g[2])
+    quat = tuple(float(v) for v in tray_pose[3:7])
+    at_rest = p.at_rest
+    info = {
+        "left_touches_block": c.arm[0], "right_touches_block": c.arm[1],
+        "left_grasps_block": c.grasp[0], "right_grasps_block": c.grasp[1],
+        "block_on_tray": c.tray, "block_on_table": c.table,
+        "block_speed_m_s": p.speed_m_s, "block_turn_rad_s": p.turn_rad_s, "block_at_rest": at_rest,
+        TRAY_QUAT_KEY: quat, TRAY_SHIFT_KEY: shift,
+    }
+    inside = placement.inside_tray_at_one(achieved, g, shift, quat)
+    placed = inside and not (c.arm[0] or c.arm[1]) and at_rest and (c.tray or c.table)
+    return info, placed, _stage_one(achieved, g, info, placed, inside)
+
+
 def goal_distance(achieved_goal, desired_goal) -> np.ndarray:
     """Euclidean distance (m) over the last axis; the arithmetic of ``np.linalg.norm(axis=-1)``."""
     a = np.asarray(achieved_goal, dtype=np.float64)
@@ -143,17 +165,19 @@ def success(achieved_goal, desired_goal, info) -> np.ndarray:
                                           f["block_on_tray"] | f["block_on_table"]))
 
 
-def _stage_one(achieved_goal, desired_goal, info: Mapping, placed: bool | None = None) -> int:
-    """:func:`stage` of one goal in Python scalars (the same rules, the same box test); ``placed``:
-    :func:`success` of the same, if known."""
+def _stage_one(achieved_goal, desired_goal, info: Mapping, placed: bool | None = None,
+               inside: bool | None = None) -> int:
+    """:func:`stage` of one goal in Python scalars (the same rules, the same box test); ``placed``
+    and ``inside``: :func:`success` and the box test of the same, if known."""
     f = {k: bool(_get(info, k)) for k in FLAG_KEYS}
     placing_left = float(desired_goal[1]) > 0
     pick, place = ("right", "left") if placing_left else ("left", "right")
     pick_touch, pick_grasp = f[f"{pick}_touches_block"], f[f"{pick}_grasps_block"]
     place_touch, place_grasp = f[f"{place}_touches_block"], f[f"{place}_grasps_block"]
     off_table = not f["block_on_table"]
-    inside = placement.inside_tray_at_one(achieved_goal, desired_goal, _get(info, TRAY_SHIFT_KEY),
-                                          _get(info, TRAY_QUAT_KEY))
+    if inside is None:
+        inside = placement.inside_tray_at_one(achieved_goal, desired_goal, _get(info, TRAY_SHIFT_KEY),
+                                              _get(info, TRAY_QUAT_KEY))
     holds = (pick_touch, pick_grasp, pick_grasp and off_table and not f["block_on_tray"], place_grasp and off_table,
              (place_grasp and not pick_touch and off_table) or (inside and not pick_touch and not place_touch),
              _success_one(achieved_goal, desired_goal, info) if placed is None else placed)

@@ -90,6 +90,14 @@ def goal_of_tray(tray_pose) -> np.ndarray:
     return p[:3] + GOAL_ABOVE_TRAY_M * up
 
 
+def goal_of_tray_one(tray_pose) -> tuple[float, float, float]:
+    """:func:`goal_of_tray` of one pose in Python floats: the same numbers bit for bit (the same
+    operations in the same order), without numpy's per-call cost."""
+    px, py, pz, qw, qx, qy, qz = (float(v) for v in tray_pose[:7])
+    up = (2 * (qx * qz + qw * qy), 2 * (qy * qz - qw * qx), 1 - 2 * (qx * qx + qy * qy))
+    return (px + GOAL_ABOVE_TRAY_M * up[0], py + GOAL_ABOVE_TRAY_M * up[1], pz + GOAL_ABOVE_TRAY_M * up[2])
+
+
 def _inside(ax, ay, az, gx, gy, gz, sx, sy, sz, qw, qx, qy, qz):
     """:func:`inside_tray_at` by components (numpy arrays or Python floats alike)."""
     rx, ry, rz = _rotate_inverse(qw, qx, qy, qz, ax - (gx + sx), ay - (gy + sy), az - (gz + sz))
@@ -240,6 +248,21 @@ class PlacementJudge:
                      for i, j in enumerate(JAW_GEOMS)}
         self._body = m.geom_bodyid.tolist()
         self._kinds = self._kind.tolist()
+        self._collide_with_block_only()
+
+    def _collide_with_block_only(self) -> None:
+        """Only the block's contacts are read: in this private model, every pair without the
+        block stops colliding (each pair with it collides exactly as in the scene), so
+        ``mj_collision`` tests a few pairs instead of all of the arms' and the table's."""
+        m = self.model
+        mine = m.geom_bodyid == self.block
+        contype, conaffinity = m.geom_contype.copy(), m.geom_conaffinity.copy()
+        if m.npair or m.nexclude or len({(int(a), int(b)) for a, b in zip(contype[mine], conaffinity[mine])}) != 1:
+            return  # explicit pairs or mixed masks: keep the scene's filter as it is
+        block_type, block_affinity = int(contype[mine][0]), int(conaffinity[mine][0])
+        meets_block = ((block_type & conaffinity) != 0) | ((contype & block_affinity) != 0)
+        m.geom_contype[:] = np.where(mine, 1, 0)
+        m.geom_conaffinity[:] = np.where(~mine & meets_block, 1, 0)
 
     def contacts(self, position, object_poses) -> BlockContacts:
         """The block's contacts with joints at ``position`` and objects at ``object_poses``."""
