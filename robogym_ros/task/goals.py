@@ -201,6 +201,13 @@ def stage(achieved_goal, desired_goal, info) -> np.ndarray:
         return np.asarray(_stage_one(achieved_goal, desired_goal, info), dtype=np.int64)
     shape = _goal_shape(achieved_goal, desired_goal)
     f = _flags(info, shape)
+    shift, quat = _tray(info, shape)
+    inside = placement.inside_tray_at(achieved_goal, desired_goal, shift, quat)
+    return _stage_of(f, desired_goal, inside, success(achieved_goal, desired_goal, info), shape)
+
+
+def _stage_of(f: Mapping, desired_goal, inside, placed, shape) -> np.ndarray:
+    """:func:`stage` from the flags, the box test and the success of each goal (bool arrays)."""
     placing_left = np.asarray(desired_goal, np.float64)[..., 1] > 0
     touch = {True: f["left_touches_block"], False: f["right_touches_block"]}
     grasp = {True: f["left_grasps_block"], False: f["right_grasps_block"]}
@@ -209,14 +216,42 @@ def stage(achieved_goal, desired_goal, info) -> np.ndarray:
     place_touch = np.where(placing_left, touch[True], touch[False])
     place_grasp = np.where(placing_left, grasp[True], grasp[False])
     off_table = ~f["block_on_table"]
-    shift, quat = _tray(info, shape)
-    in_box_free = placement.inside_tray_at(achieved_goal, desired_goal, shift, quat) & ~pick_touch & ~place_touch
+    in_box_free = inside & ~pick_touch & ~place_touch
     out = np.zeros(shape, dtype=np.int64)
     for k, holds in enumerate((pick_touch, pick_grasp, pick_grasp & off_table & ~f["block_on_tray"],
                                place_grasp & off_table, (place_grasp & ~pick_touch & off_table) | in_box_free,
-                               success(achieved_goal, desired_goal, info)), start=1):
+                               placed), start=1):
         out = np.where(holds, k, out)
     return out
+
+
+def batch_facts(contacts, speeds_m_s, turns_rad_s, tray_poses, goal, achieved) -> dict[str, np.ndarray]:
+    """A batch's :func:`placement_info` entries (arrays over the batch), ``is_success``, ``stage``
+    and ``distance_m``, each computed once for the whole batch: the numbers the single env's step
+    gives for each scene. ``contacts``: one placement.BlockContacts per scene; ``tray_poses``
+    (K, 7), ``goal`` and ``achieved`` (K, 3)."""
+    arm = np.array([c.arm for c in contacts], dtype=bool).reshape(-1, 2)
+    grasp = np.array([c.grasp for c in contacts], dtype=bool).reshape(-1, 2)
+    on_tray = np.array([c.tray for c in contacts], dtype=bool)
+    on_table = np.array([c.table for c in contacts], dtype=bool)
+    speed, turn = np.asarray(speeds_m_s, np.float64), np.asarray(turns_rad_s, np.float64)
+    at_rest = (speed < placement.REST_SPEED_M_S) & (turn < placement.REST_TURN_RAD_S)
+    tray_poses = np.asarray(tray_poses, np.float64)
+    quat = tray_poses[:, 3:7].copy()
+    shift = placement.tray_shift(tray_poses, goal)
+    values = {
+        "left_touches_block": arm[:, 0], "right_touches_block": arm[:, 1],
+        "left_grasps_block": grasp[:, 0], "right_grasps_block": grasp[:, 1],
+        "block_on_tray": on_tray, "block_on_table": on_table,
+        "block_speed_m_s": speed, "block_turn_rad_s": turn, "block_at_rest": at_rest,
+        TRAY_QUAT_KEY: quat, TRAY_SHIFT_KEY: shift,
+    }
+    inside = placement.inside_tray_at(achieved, goal, shift, quat)
+    placed = inside & ~(arm[:, 0] | arm[:, 1]) & at_rest & (on_tray | on_table)
+    values["is_success"] = placed.astype(np.float64)
+    values["stage"] = _stage_of(values, goal, inside, placed, placed.shape)
+    values["distance_m"] = goal_distance(achieved, goal)
+    return values
 
 
 def reward(achieved_goal, desired_goal, info, reward_type: str) -> np.ndarray:

@@ -83,11 +83,12 @@ def quat_rotate_inverse(quat, v) -> np.ndarray:
 
 def goal_of_tray(tray_pose) -> np.ndarray:
     """The goal for a tray pose (x y z qw qx qy qz): its origin plus GOAL_ABOVE_TRAY_M along the
-    tray's up axis (straight up for a tray on the table); a new (3,) float64 array."""
+    tray's up axis (straight up for a tray on the table); a new (3,) float64 array, (..., 3) for
+    poses (..., 7)."""
     p = np.asarray(tray_pose, dtype=np.float64)
-    qw, qx, qy, qz = p[3:7]
-    up = np.array([2 * (qx * qz + qw * qy), 2 * (qy * qz - qw * qx), 1 - 2 * (qx * qx + qy * qy)])
-    return p[:3] + GOAL_ABOVE_TRAY_M * up
+    qw, qx, qy, qz = (p[..., i] for i in range(3, 7))
+    up = np.stack([2 * (qx * qz + qw * qy), 2 * (qy * qz - qw * qx), 1 - 2 * (qx * qx + qy * qy)], axis=-1)
+    return p[..., :3] + GOAL_ABOVE_TRAY_M * up
 
 
 def goal_of_tray_one(tray_pose) -> tuple[float, float, float]:

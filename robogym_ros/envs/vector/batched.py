@@ -32,7 +32,7 @@ from robogym_ros.envs.handover import DEFAULT_ACTION_REPEAT, HandoverEnv
 from robogym_ros.envs.local import SEED_LIMIT
 from robogym_ros.envs.vector.scene_batch import SceneBatch
 from robogym_ros.task import goals
-from robogym_ros.task.placement import PlacementJudge
+from robogym_ros.task.placement import PlacementJudge, speeds
 from robogym_ros.task.scene import default_model_path
 
 INFO_TYPES = {"is_success": np.float64, "stage": np.int64, "distance_m": np.float64,
@@ -240,19 +240,15 @@ class BatchedHandoverEnv(VectorEnv):
         """The single env's placement entries of each scene's info (``fresh``: scenes just reset,
         no pose before), each computed as the single env computes its own."""
         position = obs["observation"][:, :len(self._template.joint_names)]
-        rows = []
-        for i in range(self.num_envs):
+        judge, block, contacts = self._judge, self._block, []
+        speed, turn = np.empty(self.num_envs), np.empty(self.num_envs)
+        for i in range(self.num_envs):  # one contact scan per scene; the rest over the batch at once
+            contacts.append(judge.contacts(position[i], poses[i]))
             before = None if fresh[i] else self._block_before[i]
-            judged = self._judge.judge(position[i], poses[i], before,
-                                       int(ticks_elapsed[i]) * self.control_dt_ns * 1e-9)
-            rows.append(goals.placement_info(judged, poses[i][self._tray], self._goals[i]))
-        self._block_before = poses[:, self._block].copy()
-        values = {k: np.array([r[k] for r in rows]) for k in rows[0]}
-        achieved, goal = obs["achieved_goal"], obs["desired_goal"]
-        values["is_success"] = goals.success(achieved, goal, values).astype(np.float64)
-        values["stage"] = goals.stage(achieved, goal, values)
-        values["distance_m"] = goals.goal_distance(achieved, goal)
-        return values
+            speed[i], turn[i] = speeds(before, poses[i][block], int(ticks_elapsed[i]) * self.control_dt_ns * 1e-9)
+        self._block_before = poses[:, block].copy()
+        return goals.batch_facts(contacts, speed, turn, poses[:, self._tray], obs["desired_goal"],
+                                 obs["achieved_goal"])
 
     def _infos(self, tick: np.ndarray, placed: dict[str, np.ndarray], ticks_elapsed: np.ndarray, blew_up: np.ndarray,
                mask: np.ndarray) -> dict[str, np.ndarray]:
