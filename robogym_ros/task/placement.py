@@ -267,9 +267,18 @@ class PlacementJudge:
 
     def contacts(self, position, object_poses) -> BlockContacts:
         """The block's contacts with joints at ``position`` and objects at ``object_poses``."""
-        m, d = self.model, self.data
+        d = self.data
         d.qpos[self._joint_adr] = position
         d.qpos[self._pose_adr] = np.asarray(object_poses, np.float64).ravel()
+        return self._scan()
+
+    def contacts_of_qpos(self, qpos) -> BlockContacts:
+        """:meth:`contacts` from the scene's whole ``qpos`` (a model of the same file: the same layout)."""
+        self.data.qpos[:] = qpos
+        return self._scan()
+
+    def _scan(self) -> BlockContacts:
+        m, d = self.model, self.data
         mujoco.mj_kinematics(m, d)
         mujoco.mj_collision(m, d)
         arm, jaws = [False] * len(ARM_CONTACT_SIDES), set()
