@@ -240,8 +240,8 @@ def batch_facts(contacts, speeds_m_s, turns_rad_s, tray_poses, goal, achieved) -
     quat = tray_poses[:, 3:7].copy()
     shift = placement.tray_shift(tray_poses, goal)
     values = {
-        "left_touches_block": arm[:, 0], "right_touches_block": arm[:, 1],
-        "left_grasps_block": grasp[:, 0], "right_grasps_block": grasp[:, 1],
+        "left_touches_block": arm[:, 0].copy(), "right_touches_block": arm[:, 1].copy(),  # no shared base
+        "left_grasps_block": grasp[:, 0].copy(), "right_grasps_block": grasp[:, 1].copy(),
         "block_on_tray": on_tray, "block_on_table": on_table,
         "block_speed_m_s": speed, "block_turn_rad_s": turn, "block_at_rest": at_rest,
         TRAY_QUAT_KEY: quat, TRAY_SHIFT_KEY: shift,

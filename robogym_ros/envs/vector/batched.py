@@ -271,8 +271,9 @@ class BatchedHandoverEnv(VectorEnv):
             "blew_up": np.asarray(blew_up, dtype=bool).copy(),
         }
         infos = {}
+        whole = bool(mask.all())
         for key, value in values.items():
-            if not mask.all():  # a masked reset: the others' entries are zeros, as SyncVectorEnv leaves them
+            if not whole:  # a masked reset: the others' entries are zeros, as SyncVectorEnv leaves them
                 keep = mask.reshape(mask.shape + (1,) * (np.ndim(value) - 1))
                 value = np.where(keep, value, np.zeros((), dtype=INFO_TYPES[key]))
             infos[key] = value.astype(INFO_TYPES[key], copy=False)
