@@ -35,6 +35,8 @@ FLAG_KEYS = ("left_touches_block", "right_touches_block", "left_grasps_block", "
              "block_on_tray", "block_on_table", "block_at_rest")
 TRAY_QUAT_KEY = "tray_quat"
 TRAY_SHIFT_KEY = "tray_shift_m"
+SCALAR_BATCH_MAX = 4  # batch_facts: up to this many scenes, one by one beats numpy (measured: 1 scene 11 vs 92 us)
+BATCH_TYPES = {"stage": np.int64, "is_success": np.float64, "distance_m": np.float64}
 
 
 def goal_from_tray_pose(tray_pose: np.ndarray) -> np.ndarray:
@@ -229,7 +231,15 @@ def batch_facts(contacts, speeds_m_s, turns_rad_s, tray_poses, goal, achieved) -
     """A batch's :func:`placement_info` entries (arrays over the batch), ``is_success``, ``stage``
     and ``distance_m``, each computed once for the whole batch: the numbers the single env's step
     gives for each scene. ``contacts``: one placement.BlockContacts per scene; ``tray_poses``
-    (K, 7), ``goal`` and ``achieved`` (K, 3)."""
+    (K, 7), ``goal`` and ``achieved`` (K, 3). A small batch goes scene by scene (the single env's
+    :func:`step_facts`, faster than numpy's per-call cost below SCALAR_BATCH_MAX scenes)."""
+    if len(contacts) <= SCALAR_BATCH_MAX:
+        rows = []
+        for c, v, w, tray, g, a in zip(contacts, speeds_m_s, turns_rad_s, tray_poses, np.asarray(goal).tolist(),
+                                       np.asarray(achieved).tolist()):
+            info, placed, stage_now = step_facts(placement.Placement(c, float(v), float(w), (), ()), tray, g, a)
+            rows.append({**info, "is_success": float(placed), "stage": stage_now, "distance_m": scalar_distance(a, g)})
+        return {k: np.array([r[k] for r in rows], dtype=BATCH_TYPES.get(k)) for k in rows[0]}
     arm = np.array([c.arm for c in contacts], dtype=bool).reshape(-1, 2)
     grasp = np.array([c.grasp for c in contacts], dtype=bool).reshape(-1, 2)
     on_tray = np.array([c.tray for c in contacts], dtype=bool)
