@@ -231,9 +231,8 @@ class HandoverEnv(GoalEnv):
         """Every entry a new Python scalar (or tuple): the placement judged on this tick."""
         judged = self._judge.judge(tick.position, tick.object_poses, block_before,
                                    ticks_elapsed * self.control_dt_ns * 1e-9)
-        info = goals.placement_info(judged, tick.object_poses[self._tray], self._goal)
         achieved, goal = obs["achieved_goal"].tolist(), self._goal_xyz
-        placed, stage = goals.success_and_stage(achieved, goal, info)
+        info, placed, stage = goals.step_facts(judged, tick.object_poses[self._tray], goal, achieved)
         return {
             "is_success": float(placed),
             "stage": stage,

@@ -35,6 +35,8 @@ FLAG_KEYS = ("left_touches_block", "right_touches_block", "left_grasps_block", "
              "block_on_tray", "block_on_table", "block_at_rest")
 TRAY_QUAT_KEY = "tray_quat"
 TRAY_SHIFT_KEY = "tray_shift_m"
+SCALAR_BATCH_MAX = 4  # batch_facts: up to this many scenes, one by one beats numpy (measured: 1 scene 11 vs 92 us)
+BATCH_TYPES = {"stage": np.int64, "is_success": np.float64, "distance_m": np.float64}
 
 
 def goal_from_tray_pose(tray_pose: np.ndarray) -> np.ndarray:
@@ -54,6 +56,28 @@ def placement_info(p: placement.Placement, tray_pose, goal) -> dict:
         TRAY_QUAT_KEY: tuple(float(v) for v in tray_pose[3:7]),
         TRAY_SHIFT_KEY: tuple(placement.tray_shift(tray_pose, goal).tolist()),
     }
+
+
+def step_facts(p: placement.Placement, tray_pose, goal, achieved) -> tuple[dict, bool, int]:
+    """One step's :func:`placement_info`, :func:`success` and :func:`stage` from the same facts,
+    each computed once (the tray's goal, the box test), in Python scalars: what a single env's
+    step returns, the same numbers as the batched functions give for it."""
+    c = p.contacts
+    g = [float(v) for v in goal[:3]]
+    moved = placement.goal_of_tray_one(tray_pose)
+    shift = (moved[0] - g[0], moved[1] - g[1], moved[2] - g[2])
+    quat = tuple(float(v) for v in tray_pose[3:7])
+    at_rest = p.at_rest
+    info = {
+        "left_touches_block": c.arm[0], "right_touches_block": c.arm[1],
+        "left_grasps_block": c.grasp[0], "right_grasps_block": c.grasp[1],
+        "block_on_tray": c.tray, "block_on_table": c.table,
+        "block_speed_m_s": p.speed_m_s, "block_turn_rad_s": p.turn_rad_s, "block_at_rest": at_rest,
+        TRAY_QUAT_KEY: quat, TRAY_SHIFT_KEY: shift,
+    }
+    inside = placement.inside_tray_at_one(achieved, g, shift, quat)
+    placed = inside and not (c.arm[0] or c.arm[1]) and at_rest and (c.tray or c.table)
+    return info, placed, _stage_one(achieved, g, info, placed, inside)
 
 
 def goal_distance(achieved_goal, desired_goal) -> np.ndarray:
@@ -143,17 +167,19 @@ def success(achieved_goal, desired_goal, info) -> np.ndarray:
                                           f["block_on_tray"] | f["block_on_table"]))
 
 
-def _stage_one(achieved_goal, desired_goal, info: Mapping, placed: bool | None = None) -> int:
-    """:func:`stage` of one goal in Python scalars (the same rules, the same box test); ``placed``:
-    :func:`success` of the same, if known."""
+def _stage_one(achieved_goal, desired_goal, info: Mapping, placed: bool | None = None,
+               inside: bool | None = None) -> int:
+    """:func:`stage` of one goal in Python scalars (the same rules, the same box test); ``placed``
+    and ``inside``: :func:`success` and the box test of the same, if known."""
     f = {k: bool(_get(info, k)) for k in FLAG_KEYS}
     placing_left = float(desired_goal[1]) > 0
     pick, place = ("right", "left") if placing_left else ("left", "right")
     pick_touch, pick_grasp = f[f"{pick}_touches_block"], f[f"{pick}_grasps_block"]
     place_touch, place_grasp = f[f"{place}_touches_block"], f[f"{place}_grasps_block"]
     off_table = not f["block_on_table"]
-    inside = placement.inside_tray_at_one(achieved_goal, desired_goal, _get(info, TRAY_SHIFT_KEY),
-                                          _get(info, TRAY_QUAT_KEY))
+    if inside is None:
+        inside = placement.inside_tray_at_one(achieved_goal, desired_goal, _get(info, TRAY_SHIFT_KEY),
+                                              _get(info, TRAY_QUAT_KEY))
     holds = (pick_touch, pick_grasp, pick_grasp and off_table and not f["block_on_tray"], place_grasp and off_table,
              (place_grasp and not pick_touch and off_table) or (inside and not pick_touch and not place_touch),
              _success_one(achieved_goal, desired_goal, info) if placed is None else placed)
@@ -177,6 +203,13 @@ def stage(achieved_goal, desired_goal, info) -> np.ndarray:
         return np.asarray(_stage_one(achieved_goal, desired_goal, info), dtype=np.int64)
     shape = _goal_shape(achieved_goal, desired_goal)
     f = _flags(info, shape)
+    shift, quat = _tray(info, shape)
+    inside = placement.inside_tray_at(achieved_goal, desired_goal, shift, quat)
+    return _stage_of(f, desired_goal, inside, success(achieved_goal, desired_goal, info), shape)
+
+
+def _stage_of(f: Mapping, desired_goal, inside, placed, shape) -> np.ndarray:
+    """:func:`stage` from the flags, the box test and the success of each goal (bool arrays)."""
     placing_left = np.asarray(desired_goal, np.float64)[..., 1] > 0
     touch = {True: f["left_touches_block"], False: f["right_touches_block"]}
     grasp = {True: f["left_grasps_block"], False: f["right_grasps_block"]}
@@ -185,14 +218,50 @@ def stage(achieved_goal, desired_goal, info) -> np.ndarray:
     place_touch = np.where(placing_left, touch[True], touch[False])
     place_grasp = np.where(placing_left, grasp[True], grasp[False])
     off_table = ~f["block_on_table"]
-    shift, quat = _tray(info, shape)
-    in_box_free = placement.inside_tray_at(achieved_goal, desired_goal, shift, quat) & ~pick_touch & ~place_touch
+    in_box_free = inside & ~pick_touch & ~place_touch
     out = np.zeros(shape, dtype=np.int64)
     for k, holds in enumerate((pick_touch, pick_grasp, pick_grasp & off_table & ~f["block_on_tray"],
                                place_grasp & off_table, (place_grasp & ~pick_touch & off_table) | in_box_free,
-                               success(achieved_goal, desired_goal, info)), start=1):
+                               placed), start=1):
         out = np.where(holds, k, out)
     return out
+
+
+def batch_facts(contacts, speeds_m_s, turns_rad_s, tray_poses, goal, achieved) -> dict[str, np.ndarray]:
+    """A batch's :func:`placement_info` entries (arrays over the batch), ``is_success``, ``stage``
+    and ``distance_m``, each computed once for the whole batch: the numbers the single env's step
+    gives for each scene. ``contacts``: one placement.BlockContacts per scene; ``tray_poses``
+    (K, 7), ``goal`` and ``achieved`` (K, 3). A small batch goes scene by scene (the single env's
+    :func:`step_facts`, faster than numpy's per-call cost below SCALAR_BATCH_MAX scenes)."""
+    if len(contacts) <= SCALAR_BATCH_MAX:
+        rows = []
+        for c, v, w, tray, g, a in zip(contacts, speeds_m_s, turns_rad_s, tray_poses, np.asarray(goal).tolist(),
+                                       np.asarray(achieved).tolist()):
+            info, placed, stage_now = step_facts(placement.Placement(c, float(v), float(w), (), ()), tray, g, a)
+            rows.append({**info, "is_success": float(placed), "stage": stage_now, "distance_m": scalar_distance(a, g)})
+        return {k: np.array([r[k] for r in rows], dtype=BATCH_TYPES.get(k)) for k in rows[0]}
+    arm = np.array([c.arm for c in contacts], dtype=bool).reshape(-1, 2)
+    grasp = np.array([c.grasp for c in contacts], dtype=bool).reshape(-1, 2)
+    on_tray = np.array([c.tray for c in contacts], dtype=bool)
+    on_table = np.array([c.table for c in contacts], dtype=bool)
+    speed, turn = np.asarray(speeds_m_s, np.float64), np.asarray(turns_rad_s, np.float64)
+    at_rest = (speed < placement.REST_SPEED_M_S) & (turn < placement.REST_TURN_RAD_S)
+    tray_poses = np.asarray(tray_poses, np.float64)
+    quat = tray_poses[:, 3:7].copy()
+    shift = placement.tray_shift(tray_poses, goal)
+    values = {
+        "left_touches_block": arm[:, 0].copy(), "right_touches_block": arm[:, 1].copy(),  # no shared base
+        "left_grasps_block": grasp[:, 0].copy(), "right_grasps_block": grasp[:, 1].copy(),
+        "block_on_tray": on_tray, "block_on_table": on_table,
+        "block_speed_m_s": speed, "block_turn_rad_s": turn, "block_at_rest": at_rest,
+        TRAY_QUAT_KEY: quat, TRAY_SHIFT_KEY: shift,
+    }
+    inside = placement.inside_tray_at(achieved, goal, shift, quat)
+    placed = inside & ~(arm[:, 0] | arm[:, 1]) & at_rest & (on_tray | on_table)
+    values["is_success"] = placed.astype(np.float64)
+    values["stage"] = _stage_of(values, goal, inside, placed, placed.shape)
+    values["distance_m"] = goal_distance(achieved, goal)
+    return values
 
 
 def reward(achieved_goal, desired_goal, info, reward_type: str) -> np.ndarray:

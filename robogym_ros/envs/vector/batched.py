@@ -32,7 +32,7 @@ from robogym_ros.envs.handover import DEFAULT_ACTION_REPEAT, HandoverEnv
 from robogym_ros.envs.local import SEED_LIMIT
 from robogym_ros.envs.vector.scene_batch import SceneBatch
 from robogym_ros.task import goals
-from robogym_ros.task.placement import PlacementJudge
+from robogym_ros.task.placement import PlacementJudge, speeds
 from robogym_ros.task.scene import default_model_path
 
 INFO_TYPES = {"is_success": np.float64, "stage": np.int64, "distance_m": np.float64,
@@ -112,7 +112,10 @@ class BatchedHandoverEnv(VectorEnv):
         self._autoreset = np.zeros(k, dtype=bool)
         self._started = np.zeros(k, dtype=bool)
         self._last = None  # (positions, object poses) of the latest observation, for render()
-        self._judge = PlacementJudge(model_path, t.joint_names, t.object_names)
+        # one judge per stepping thread: each scans the scenes it stepped, in parallel
+        self._judges = [PlacementJudge(model_path, t.joint_names, t.object_names) for _ in range(self.num_threads)]
+        self._judge = self._judges[0]
+        self._scanned: list = [None] * k
         self._block_before = np.zeros((k, POSE_SIZE))  # each scene's block pose at its latest observation
 
     # --- Gymnasium VectorEnv API -----------------------------------------------------------
@@ -129,6 +132,7 @@ class BatchedHandoverEnv(VectorEnv):
         self._autoreset[mask] = False
         obs, poses = self._observe()
         zero = np.zeros(self.num_envs, dtype=np.int64)
+        self._scanned = [None] * self.num_envs
         placed = self._placement(obs, poses, zero, fresh=mask)
         return obs, self._infos(self._scenes.tick_index(), placed, zero, np.zeros(self.num_envs, dtype=bool), mask)
 
@@ -141,7 +145,8 @@ class BatchedHandoverEnv(VectorEnv):
         before = self._scenes.tick_index()
         for i in np.flatnonzero(resetting):
             self._reset_scene(int(i), None)
-        blew_up, state = self._scenes.step(targets, active)
+        self._scanned = [None] * self.num_envs
+        blew_up, state = self._scenes.step(targets, active, self._scan)
         obs, poses = self._observe(state)
         tick = self._scenes.tick_index()
         elapsed = np.where(active, tick - before, 0)
@@ -236,23 +241,23 @@ class BatchedHandoverEnv(VectorEnv):
                                                                     (cam,))[cam] for q, p in zip(position, poses)])
         return obs, poses
 
+    def _scan(self, i: int, worker: int, qpos: np.ndarray) -> None:
+        self._scanned[i] = self._judges[worker].contacts_of_qpos(qpos)
+
     def _placement(self, obs, poses: np.ndarray, ticks_elapsed: np.ndarray, fresh: np.ndarray) -> dict[str, np.ndarray]:
         """The single env's placement entries of each scene's info (``fresh``: scenes just reset,
         no pose before), each computed as the single env computes its own."""
         position = obs["observation"][:, :len(self._template.joint_names)]
-        rows = []
-        for i in range(self.num_envs):
+        judge, block, contacts = self._judge, self._block, []
+        speed, turn = np.empty(self.num_envs), np.empty(self.num_envs)
+        for i in range(self.num_envs):  # one contact scan per scene; the rest over the batch at once
+            scanned = self._scanned[i]  # by the thread that stepped it (None: not stepped)
+            contacts.append(judge.contacts(position[i], poses[i]) if scanned is None else scanned)
             before = None if fresh[i] else self._block_before[i]
-            judged = self._judge.judge(position[i], poses[i], before,
-                                       int(ticks_elapsed[i]) * self.control_dt_ns * 1e-9)
-            rows.append(goals.placement_info(judged, poses[i][self._tray], self._goals[i]))
-        self._block_before = poses[:, self._block].copy()
-        values = {k: np.array([r[k] for r in rows]) for k in rows[0]}
-        achieved, goal = obs["achieved_goal"], obs["desired_goal"]
-        values["is_success"] = goals.success(achieved, goal, values).astype(np.float64)
-        values["stage"] = goals.stage(achieved, goal, values)
-        values["distance_m"] = goals.goal_distance(achieved, goal)
-        return values
+            speed[i], turn[i] = speeds(before, poses[i][block], int(ticks_elapsed[i]) * self.control_dt_ns * 1e-9)
+        self._block_before = poses[:, block].copy()
+        return goals.batch_facts(contacts, speed, turn, poses[:, self._tray], obs["desired_goal"],
+                                 obs["achieved_goal"])
 
     def _infos(self, tick: np.ndarray, placed: dict[str, np.ndarray], ticks_elapsed: np.ndarray, blew_up: np.ndarray,
                mask: np.ndarray) -> dict[str, np.ndarray]:
@@ -266,8 +271,9 @@ class BatchedHandoverEnv(VectorEnv):
             "blew_up": np.asarray(blew_up, dtype=bool).copy(),
         }
         infos = {}
+        whole = bool(mask.all())
         for key, value in values.items():
-            if not mask.all():  # a masked reset: the others' entries are zeros, as SyncVectorEnv leaves them
+            if not whole:  # a masked reset: the others' entries are zeros, as SyncVectorEnv leaves them
                 keep = mask.reshape(mask.shape + (1,) * (np.ndim(value) - 1))
                 value = np.where(keep, value, np.zeros((), dtype=INFO_TYPES[key]))
             infos[key] = value.astype(INFO_TYPES[key], copy=False)

@@ -23,6 +23,7 @@ env's own path: rare (a blow-up), and exactly the single env's behaviour.
 from __future__ import annotations
 
 import itertools
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 
 import mujoco
@@ -86,11 +87,14 @@ class SceneBatch:
             self._scenes[i] = _Scene(Physics(*self._config, int(seed)))
         self._scenes[i].physics.reset_tick()
 
-    def step(self, targets: np.ndarray, active: np.ndarray) -> tuple[np.ndarray, tuple[np.ndarray, ...]]:
+    def step(self, targets: np.ndarray, active: np.ndarray,
+             after: Callable[[int, int, np.ndarray], None] | None = None) -> tuple[np.ndarray, tuple[np.ndarray, ...]]:
         """Targets (K, joints) held for ``action_repeat`` ticks in every active scene.
 
         Returns, per scene, whether it blew up (it was then reset, as the single env's is), and
-        :meth:`gather`'s arrays after the step (each thread copies out the scenes it stepped)."""
+        :meth:`gather`'s arrays after the step (each thread copies out the scenes it stepped).
+        ``after(i, worker, qpos)``: called by the thread that stepped scene i, with its index
+        (0 .. num_threads - 1) and the scene's new qpos: per-scene work that runs in parallel."""
         blew_up = np.zeros(len(self._scenes), dtype=bool)
         out = self._new_arrays()
         todo = [int(i) for i in np.flatnonzero(active)]
@@ -100,17 +104,17 @@ class SceneBatch:
         # under the GIL): a thread the OS holds back, or a scene with more contacts, delays
         # the step by one scene at most, not by a whole share.
         taken = itertools.count()
-        futures = [self._pool.submit(self._step_scenes, r, todo, taken, targets, blew_up, out)
-                   for r in self._rollouts[1:]] if len(todo) > 1 else []
+        futures = [self._pool.submit(self._step_scenes, r, todo, taken, targets, blew_up, out, after, w)
+                   for w, r in enumerate(self._rollouts[1:], start=1)] if len(todo) > 1 else []
         try:
-            self._step_scenes(self._rollouts[0], todo, taken, targets, blew_up, out)
+            self._step_scenes(self._rollouts[0], todo, taken, targets, blew_up, out, after, 0)
         finally:  # never return (or raise) while another thread still steps a scene
             for f in futures:
                 f.result()
         return blew_up, out
 
     def _step_scenes(self, rollout: mujoco.rollout.Rollout, todo: list[int], taken, targets: np.ndarray,
-                     blew_up: np.ndarray, out: tuple[np.ndarray, ...]) -> None:
+                     blew_up: np.ndarray, out: tuple[np.ndarray, ...], after, worker: int) -> None:
         while (n := next(taken)) < len(todo):
             i = todo[n]
             s = self._scenes[i]
@@ -128,6 +132,8 @@ class SceneBatch:
             else:
                 p.tick_index += self.n_ticks
             self._copy_out(i, out)
+            if after is not None:
+                after(i, worker, out[0][i])
 
     def _step_as_single_env(self, s: _Scene) -> bool:
         # Back to the state before the step: its integration state is what rollout started from
