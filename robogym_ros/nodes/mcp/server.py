@@ -69,9 +69,11 @@ def build_server(tools: SimTools) -> MCPServer:
         "one PNG per camera, each stamped with that tick (data.images lists them in order). While the sim runs, "
         "it is the next tick with every camera frame (frames come every camera period); while paused, the newest "
         "at hand. object_poses adds ground-truth block and tray poses (x y z qw qx qy qz, world) where the server "
-        f"was started with --ground-truth. {timeout}."))
+        "was started with --ground-truth. grippers: each grasp point's world position (m), closing yaw, jaw angle, "
+        "by forward kinematics of the measured joints. task (--ground-truth only): the env's success and stage "
+        f"(none, reach, grasp, lift, handover, release, place) of that tick. {timeout}."))
     def observe(images: bool = True, object_poses: bool = False) -> CallToolResult:
-        return result(lambda: tools.observe(images=images, object_poses=object_poses))
+        return result(lambda: skills.observe(images=images, object_poses=object_poses))
 
     @server.tool(name="act", annotations=ACTS, description=(
         "Set servo position targets by joint name, e.g. {\"left_shoulder_lift\": -0.75, \"left_gripper\": 1.2} (rad). "
@@ -116,9 +118,9 @@ def build_server(tools: SimTools) -> MCPServer:
     @server.tool(name="status", annotations=READ_ONLY, description=(
         "How the sim is doing (its diagnostics, about once a second): sim time, real-time factor achieved and "
         "target, late steps, resets, commands accepted and rejected with the sim's last rejection; the run state; "
-        f"and this server's own last refusal. {timeout}."))
+        f"and this server's own last refusal; task: the newest success and stage observe judged. {timeout}."))
     def status() -> CallToolResult:
-        return result(tools.status)
+        return result(skills.status)
 
     @server.tool(name="move_gripper", annotations=ACTS, description=(
         "Move one arm's gripper (arm: left or right) so that its grasp point (between the jaws) is at position_m "

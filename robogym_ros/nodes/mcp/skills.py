@@ -22,6 +22,7 @@ import mujoco
 import numpy as np
 
 from robogym_ros.expert.kinematics import ARM_JOINTS, ArmKinematics
+from robogym_ros.nodes.mcp.feedback import TaskFeedback
 from robogym_ros.nodes.mcp.tools import MAX_MOVE_S, MAX_STEP_TICKS, Answer, SimTools
 from robogym_ros.task import scene
 
@@ -49,6 +50,33 @@ class SkillTools:
         self.tools = tools
         self.model = mujoco.MjModel.from_xml_path(model_path or scene.default_model_path())
         self.arms = {side: ArmKinematics(self.model, side) for side in scene.SIDES}
+        self.feedback = TaskFeedback(model_path)
+
+    # --- observe and status with task feedback ------------------------------------------------
+    def observe(self, images: bool = True, object_poses: bool = False) -> Answer:
+        """``SimTools.observe`` plus the grippers' poses (FK of the measured joints) and, with ground
+        truth, the env's success and stage of that tick (object poses only where asked for)."""
+        gt = self.tools.ground_truth
+        answer = self.tools.observe(images=images, object_poses=object_poses or gt)
+        data = answer.data
+        data["grippers"] = self.feedback.grippers(data["joints"])
+        if gt:
+            poses = data.get("object_poses") if object_poses else data.pop("object_poses", None)
+            if poses is None:
+                data["task"] = None
+                data.setdefault("notes", []).append("no task feedback: no ground-truth object poses of this tick")
+            else:
+                reset = self.tools.link.last_reset
+                data["task"] = self.feedback.task(data["stamp_ns"], data["joints"], poses,
+                                                  None if reset is None else reset.stamp_ns)
+        return answer
+
+    def status(self) -> Answer:
+        answer = self.tools.status()
+        answer.data["task"] = self.feedback.last if self.tools.ground_truth else None
+        if not self.tools.ground_truth:
+            answer.data["task_note"] = "no ground truth (--ground-truth): success is judged from the images"
+        return answer
 
     # --- helpers ------------------------------------------------------------------------------
     def _refuse(self, reason: str):

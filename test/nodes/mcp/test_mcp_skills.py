@@ -80,3 +80,48 @@ def test_move_gripper_reaches_a_pose_refuses_an_unreachable_one_and_a_blocked_mo
             is_error, text, _, _ = await agent.call("grip", arm="left", opening="half")
             assert is_error and "opening must be" in text, text
     run_async(scenario)
+
+
+def block_grasp(pose) -> tuple[list[float], float]:
+    """A top-down grasp site over a block resting on the table (the expert's table grasp, the
+    closing direction across the block's horizontal short axis) and its yaw."""
+    rot = np.zeros(9)
+    mujoco.mju_quat2Mat(rot, np.asarray(pose[3:7], np.float64))
+    rot = rot.reshape(3, 3)
+    upright = abs(rot[2, 2]) > 0.7
+    across = rot[:, 0] if upright else rot[:, int(np.argmin(np.abs(rot[2, :2])))]
+    yaw = math.atan2(across[1], across[0])
+    z = pose[2] + 0.015 if upright else max(pose[2] - 0.0125 + 0.018 + 0.004, pose[2])
+    return [pose[0], pose[1], z], yaw
+
+
+@pytest.mark.long
+def test_observe_gives_the_grippers_by_fk_and_the_envs_stage_as_the_block_is_grasped(make_sim):
+    _sim, watcher = make_sim(SimWatcher)
+
+    async def scenario():
+        async with stdio_agent(watcher.namespace, *TIMEOUT, "--ground-truth") as agent:
+            spec, _ = await agent.ok("spec")
+            dt_ns = round(spec["control_dt_s"] * 1e9)
+            await agent.ok("reset", seed=1)
+            await agent.ok("step", ticks=2)
+            obs, _ = await agent.ok("observe", images=False, object_poses=True)
+            assert obs["task"]["stage"] == "none" and obs["task"]["success"] is False, obs["task"]
+            block = obs["object_poses"]["block"]
+            arm = "left" if block[1] > 0 else "right"
+            site, yaw = block_grasp(block)
+            above = [site[0], site[1], site[2] + 0.06]
+            for target, opening in ((above, "open"), (site, "open")):
+                moved, _ = await agent.ok("move_gripper", arm=arm, position_m=target, yaw_rad=yaw, opening=opening,
+                                          duration_s=1.5, wait=True)
+                assert moved["gripper_position_error_mm"] < 8, moved
+            await agent.ok("grip", arm=arm, opening="close", duration_s=0.5, wait=True)
+            held, _ = await agent.ok("observe", images=False)
+            assert "object_poses" not in held  # the agent did not ask for them
+            for side in ("left", "right"):  # FK of the published joints (one arm moved), by this test's own model
+                at = site_position(newest_joints(watcher, held["tick"], dt_ns), side)
+                assert np.allclose(held["grippers"][side]["position_m"], at, atol=1e-6), side
+            assert held["task"]["stage"] in ("grasp", "lift"), held["task"]
+            status, _ = await agent.ok("status")
+            assert status["task"]["stage"] == held["task"]["stage"]
+    run_async(scenario)
