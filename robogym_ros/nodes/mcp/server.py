@@ -13,6 +13,7 @@ from typing import Callable
 from mcp.server.mcpserver import MCPServer
 from mcp.types import CallToolResult, ImageContent, TextContent, ToolAnnotations
 
+from robogym_ros.nodes.mcp.skills import SkillTools
 from robogym_ros.nodes.mcp.tools import MAX_MOVE_S, MAX_STEP_TICKS, Answer, Refused, SimTools
 from robogym_ros.ros.sim_client import SimUnavailable
 
@@ -55,6 +56,7 @@ def result(call: Callable[[], Answer]) -> CallToolResult:
 def build_server(tools: SimTools) -> MCPServer:
     server = MCPServer("robogym", instructions=INSTRUCTIONS, log_level="WARNING")
     timeout = f"Answers within {tools.timeout_s:g} s"
+    skills = SkillTools(tools)
 
     @server.tool(name="spec", annotations=READ_ONLY, description=(
         "What the sim offers: joints (name, target range lower..upper, unit), cameras, control and physics "
@@ -67,9 +69,11 @@ def build_server(tools: SimTools) -> MCPServer:
         "one PNG per camera, each stamped with that tick (data.images lists them in order). While the sim runs, "
         "it is the next tick with every camera frame (frames come every camera period); while paused, the newest "
         "at hand. object_poses adds ground-truth block and tray poses (x y z qw qx qy qz, world) where the server "
-        f"was started with --ground-truth. {timeout}."))
+        "was started with --ground-truth. grippers: each grasp point's world position (m), closing yaw, jaw angle, "
+        "by forward kinematics of the measured joints. task (--ground-truth only): the env's success and stage "
+        f"(none, reach, grasp, lift, handover, release, place) of that tick. {timeout}."))
     def observe(images: bool = True, object_poses: bool = False) -> CallToolResult:
-        return result(lambda: tools.observe(images=images, object_poses=object_poses))
+        return result(lambda: skills.observe(images=images, object_poses=object_poses))
 
     @server.tool(name="act", annotations=ACTS, description=(
         "Set servo position targets by joint name, e.g. {\"left_shoulder_lift\": -0.75, \"left_gripper\": 1.2} (rad). "
@@ -82,9 +86,11 @@ def build_server(tools: SimTools) -> MCPServer:
     @server.tool(name="move", annotations=ACTS, description=(
         "A timed move: the named joints go linearly (in sim time) from their current targets to these, over "
         f"duration_s (0 < duration_s <= {MAX_MOVE_S:g}), starting now. A pause freezes it, a reset drops it, an act "
-        "naming one of its joints takes that joint over. Refused like act, nothing sent."))
-    def move(targets: dict[str, float], duration_s: float) -> CallToolResult:
-        return result(lambda: tools.move(targets, duration_s))
+        "naming one of its joints takes that joint over. Refused like act, nothing sent. wait: answer when it "
+        "is done (paused: stepping the sim through it) with outcome reached, stalled (a joint held off its "
+        "target while still: contact) or not reached, and each joint's final error (rad)."))
+    def move(targets: dict[str, float], duration_s: float, wait: bool = False) -> CallToolResult:
+        return result(lambda: skills.move(targets, duration_s, wait))
 
     @server.tool(name="pause", annotations=ACTS, description=(
         f"Pause the sim (its own pause service): time stops, nothing moves until resume or step. {timeout}."))
@@ -112,8 +118,25 @@ def build_server(tools: SimTools) -> MCPServer:
     @server.tool(name="status", annotations=READ_ONLY, description=(
         "How the sim is doing (its diagnostics, about once a second): sim time, real-time factor achieved and "
         "target, late steps, resets, commands accepted and rejected with the sim's last rejection; the run state; "
-        f"and this server's own last refusal. {timeout}."))
+        f"and this server's own last refusal; task: the newest success and stage observe judged. {timeout}."))
     def status() -> CallToolResult:
-        return result(tools.status)
+        return result(skills.status)
+
+    @server.tool(name="move_gripper", annotations=ACTS, description=(
+        "Move one arm's gripper (arm: left or right) so that its grasp point (between the jaws) is at position_m "
+        "[x, y, z] (world frame, m) with the jaws pointing straight down and closing along yaw_rad (in the table's "
+        "plane, from +x), by inverse kinematics on the sim's own model from the measured joints; opening (optional): "
+        "\"open\", \"close\" or the gripper target (rad). A timed move over duration_s. A pose the arm cannot take "
+        "is refused with how far off the best solution stays, nothing sent. wait: answer when done with outcome "
+        "and the gripper's measured position error (mm, forward kinematics of the measured joints)."))
+    def move_gripper(arm: str, position_m: list[float], yaw_rad: float = 0.0, opening: str | float | None = None,
+                     duration_s: float = 2.0, wait: bool = True) -> CallToolResult:
+        return result(lambda: skills.move_gripper(arm, position_m, yaw_rad, opening, duration_s, wait))
+
+    @server.tool(name="grip", annotations=ACTS, description=(
+        "Open or close one arm's jaws (arm: left or right; opening: \"open\", \"close\" or the gripper target "
+        "in rad) over duration_s. wait: answer when done; closing on an object ends stalled (jaws held apart)."))
+    def grip(arm: str, opening: str | float = "close", duration_s: float = 0.5, wait: bool = True) -> CallToolResult:
+        return result(lambda: skills.grip(arm, opening, duration_s, wait))
 
     return server
