@@ -13,6 +13,7 @@ msgs = pytest.importorskip("trajectory_msgs.msg", reason="trajectory_msgs is not
 from rclpy.executors import SingleThreadedExecutor  # noqa: E402
 from simharness import wait_for  # noqa: E402
 
+from robogym_ros.contract import RunAnswer  # noqa: E402
 from robogym_ros.nodes.sim_node.trajectory_subscriber import JOINT_TRAJECTORY, TrajectorySubscriber  # noqa: E402
 from robogym_ros.ros import qos  # noqa: E402
 from robogym_ros.sim.loop import LoopConfig  # noqa: E402
@@ -144,7 +145,7 @@ def test_sim_node_follows_a_trajectory_and_a_later_command_wins(make_sim):
     pub.publish(trajectory_msg([PAN, "left_elbow_flex"], [([0.3, 0.8], 0.6), ([-0.1, 0.6], 1.4)]))
     obs.wait_for(lambda: obs.diag_values().get("commands_accepted") == "1", 10, "the trajectory accepted")
     start = obs.call("step")  # paused: every tick on request, so timing is exact
-    start_ns = int(start.message.split("tick ")[1].split(",")[0]) * DT_NS - DT_NS
+    start_ns = RunAnswer.from_json(start.message).tick * DT_NS - DT_NS
     for _ in range(99):
         obs.call("step")
     obs.send([PAN], [0.05])  # a joint_commands message: wins the pan from its tick on
