@@ -93,19 +93,11 @@ def truth_stamps_result(stamps_ns, control_dt_ns: int) -> checks.CheckResult:
         return checks.CheckResult("truth_stamps", "no ground truth received", {"n_received": 0}, no_data=True)
     kinds, _ = checks.classify_stamps(stamps, control_dt_ns)
     dups, early = stamps[kinds == checks.DUPLICATE], stamps[kinds == checks.AHEAD]
-    findings = []
-    if len(dups):
-        findings.append(checks.Finding("truth_duplicated", (
-            f"{len(dups)} ground-truth message{'s' if len(dups) > 1 else ''} received again with a stamp already "
-            f"seen: {checks.fmt_s(dups[0])}" + (f" (and {len(dups) - 1} more)" if len(dups) > 1 else "")
-            + "; a message sent twice, or a second publisher?"), {"n_duplicated": int(len(dups)),
-                                                                   "stamps_ns": capped(dups)}))
-    if len(early):
-        findings.append(checks.Finding("truth_ahead_of_time", (
-            f"{len(early)} ground-truth message{'s' if len(early) > 1 else ''} stamped ahead of time: "
-            f"{checks.fmt_s(early[0])}" + (f" (and {len(early) - 1} more)" if len(early) > 1 else "")
-            + "; an injected message, or a second publisher?"), {"n_ahead_of_time": int(len(early)),
-                                                                  "stamps_ns": capped(early)}))
+    findings = [_truth_finding(name, what, why, key, found) for name, what, why, key, found in (
+        ("truth_duplicated", "received again with a stamp already seen:",
+         "a message sent twice, or a second publisher?", "n_duplicated", dups),
+        ("truth_ahead_of_time", "stamped ahead of time:", "an injected message, or a second publisher?",
+         "n_ahead_of_time", early)) if len(found)]
     summary = (f"{len(stamps)} ground-truth messages: duplicated {len(dups)}, ahead of time {len(early)}")
     return checks.CheckResult("truth_stamps", summary, {"n_received": int(len(stamps)), "n_duplicated": int(len(dups)),
                                                         "n_ahead_of_time": int(len(early))}, tuple(findings))
@@ -192,3 +184,9 @@ def offline_frame_evidence(spec: Spec, images, skips: Sequence[tuple[int, str]] 
     return FrameEvidence(received, skipped, skips is not None, judged_from, [SpecChange(None, spec)])
 
 
+def _truth_finding(name: str, what: str, why: str, key: str, found: np.ndarray) -> checks.Finding:
+    """One kind of wrong ground-truth stamp: how many, the first, and what it suggests."""
+    n = len(found)
+    return checks.Finding(name, (
+        f"{n} ground-truth message{'s' if n > 1 else ''} {what} {checks.fmt_s(found[0])}"
+        + (f" (and {n - 1} more)" if n > 1 else "") + f"; {why}"), {key: int(n), "stamps_ns": capped(found)})
