@@ -23,7 +23,7 @@ from sensor_msgs.msg import Image, JointState
 
 from robogym_ros.contract import POSE_LAYOUT
 from robogym_ros.wire import cdr, decode, encode
-from robogym_ros.wire.cdr import CdrError
+from robogym_ros.wire.cdr import CdrError, align
 from robogym_ros.wire.decode import JointStateDecoder, decode_joint_state
 
 TYPESTORE = get_typestore(Stores.ROS2_KILTED)
@@ -113,8 +113,9 @@ def test_non_ascii_and_long_names_and_frame_ids():
 
 
 def test_matching_names_are_checked_as_bytes_without_decoding_strings(monkeypatch):
-    """With zero padding (as DDS delivers) the names are one byte comparison: no string is
-    built. Positive control: garbage padding (rclpy's serialize_message) takes the string path."""
+    """Zero padding (as DDS delivers) and rclpy's padding (left uninitialised, so any bytes)
+    both take the byte comparison: no string is built. Positive control: names that differ
+    in one byte take the string path."""
     msg = joint_state(12, frame_id="abc")
     decoder = JointStateDecoder(msg.name)
     calls = []
@@ -124,11 +125,23 @@ def test_matching_names_are_checked_as_bytes_without_decoding_strings(monkeypatc
     decoder.decode_into(rosbags_bytes(msg), out)
     assert calls == []
     assert same_bits(out[0], msg.position)
-    padded = serialize_message(msg)
-    assert padded[4:].find(b"\x00" * 3) != -1  # has padding at all
-    decoder.decode_into(padded, out)
-    if cdr.encode_names(msg.name) not in padded:  # this serialize left non-zero padding
-        assert calls == [1]
+    padded = bytearray(rosbags_bytes(msg))
+    offset = align(4 + 12 + len("abc") + 1, 4) + 4  # the names' count, then the first name
+    garbage = 0
+    for name in msg.name:
+        offset += 4 + len(name.encode()) + 1
+        for _ in range(-offset % 4):  # the padding before the next length
+            padded[offset] = 0xA5
+            offset, garbage = offset + 1, garbage + 1
+    assert garbage and bytes(padded) != rosbags_bytes(msg)
+    out[...] = 0
+    decoder.decode_into(bytes(padded), out)
+    assert calls == []
+    assert same_bits(out[0], msg.position)
+    other = joint_state(12, frame_id="abc")
+    other.name = [msg.name[0][:-1] + "X"] + list(msg.name[1:])
+    assert decoder.decode_into(rosbags_bytes(other), out) is None
+    assert calls == [1]
 
 
 @pytest.mark.parametrize("n", [1, 2, 12, 40])
