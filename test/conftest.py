@@ -71,6 +71,25 @@ def pytest_runtest_makereport(item, call):
             "(source ../shared/ros-toolchain's activate-ros.sh)")
 
 
+SCHEDULING = (os.sched_getscheduler(0), os.sched_getparam(0)) if hasattr(os, "sched_getscheduler") else None
+
+
+@pytest.fixture(autouse=True)
+def scheduling_left_as_it_was():
+    """Every sim a test starts inherits this process's scheduling: a test that leaves it real-time
+    (a library that makes its caller SCHED_FIFO) would make every later sim starve itself. Such a
+    test fails here, named, and the policy is put back for the tests after it."""
+    yield
+    if SCHEDULING is None:
+        return
+    after = (os.sched_getscheduler(0), os.sched_getparam(0))
+    if after != SCHEDULING:
+        os.sched_setscheduler(0, *SCHEDULING)
+        pytest.fail(f"this test (or a fixture of it) left the test process's scheduling policy {after[0]} "
+                    f"(priority {after[1].sched_priority}), not {SCHEDULING[0]}: every process started later "
+                    "inherits it")
+
+
 @pytest.fixture(scope="session")
 def ros():
     import rclpy

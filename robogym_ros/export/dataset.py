@@ -13,8 +13,10 @@ extra (``pip install .[lerobot]``).
 """
 from __future__ import annotations
 
+import os
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Mapping, Sequence
+from typing import Iterator, Mapping, Sequence
 
 import numpy as np
 
@@ -38,6 +40,25 @@ STAMP = "sim_stamp_ns"
 EXECUTED = "sim_executed_action"
 MISSING_LEROBOT = ("exporting a LeRobot dataset needs the optional lerobot extra (Python >= 3.12 for lerobot 0.6): "
                    "pip install -e '.[lerobot]'")
+
+
+@contextmanager
+def keeping_scheduling() -> Iterator[None]:
+    """Put the calling thread's scheduling policy back afterwards. The video encoder LeRobot uses
+    (SVT-AV1) makes the thread that runs it SCHED_FIFO where it may (as root); every thread and
+    process started from it later would inherit a real-time policy, and a sim node started so
+    starves its own tick pump (its camera threads, run to completion at FIFO, keep it off both
+    cores: physics waited 0.5 s at a time)."""
+    try:
+        policy, param = os.sched_getscheduler(0), os.sched_getparam(0)
+    except (AttributeError, OSError):  # not Linux
+        yield
+        return
+    try:
+        yield
+    finally:
+        if (os.sched_getscheduler(0), os.sched_getparam(0)) != (policy, param):
+            os.sched_setscheduler(0, policy, param)
 
 
 def import_lerobot():
@@ -146,7 +167,8 @@ class DatasetWriter:
         if not self._in_episode:
             return
         # One camera after another: LeRobot's parallel encoding forks this (multi-threaded) process.
-        self._dataset.save_episode(parallel_encoding=False)
+        with keeping_scheduling():
+            self._dataset.save_episode(parallel_encoding=False)
         self.n_frames += self._in_episode
         self.n_episodes += 1
         self._in_episode = 0
@@ -159,7 +181,8 @@ class DatasetWriter:
         if self._in_episode:
             dataset.clear_episode_buffer()
             self._in_episode = 0
-        dataset.finalize()
+        with keeping_scheduling():
+            dataset.finalize()
 
     def __enter__(self) -> "DatasetWriter":
         return self

@@ -10,6 +10,7 @@ If the physics process dies, the node says how and exits non-zero, so a launch f
 from __future__ import annotations
 
 import os
+import sys
 import time
 from dataclasses import replace
 
@@ -223,7 +224,24 @@ class SimNode(StoppableNode):
         return super().destroy_node()
 
 
+def leave_real_time() -> None:
+    """This process runs at the ordinary policy: started from a real-time (SCHED_FIFO) thread it
+    would inherit that, and its threads at one FIFO priority never take turns, so the camera
+    threads would keep the tick pump off the cores and physics would wait on a full tick pipe.
+    Physics alone is real time (it sets that itself, in its own process)."""
+    try:
+        policy = os.sched_getscheduler(0)
+        if policy != os.SCHED_OTHER:
+            for tid in os.listdir("/proc/self/task"):  # the threads imports started too (BLAS)
+                os.sched_setscheduler(int(tid), os.SCHED_OTHER, os.sched_param(0))
+            print(f"[robogym_sim] WARNING: started with a real-time scheduling policy ({policy}); the node runs "
+                  "at SCHED_OTHER (physics sets its own)", file=sys.stderr)
+    except (AttributeError, OSError):  # not Linux
+        pass
+
+
 def main(args=None) -> int:
+    leave_real_time()  # before any thread is started: they inherit it
     # The SingleThreadedExecutor: the sim serves services, and once in two CI runs a service
     # response did not arrive in 10 s under the (experimental) EventsExecutor.
     return run_node(SimNode, args, errors=(ValueError, RuntimeError, OSError))

@@ -18,6 +18,7 @@ import mujoco  # noqa: E402
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 from camera_frames import CameraObserver, render_offline, rgb, stamp_ns
+from cpu_use import CpuWindow
 from rclpy.executors import SingleThreadedExecutor  # noqa: E402
 from rclpy.serialization import deserialize_message  # noqa: E402
 from sensor_msgs.msg import CameraInfo, Image  # noqa: E402
@@ -440,8 +441,8 @@ def overloading_source_scale(target_s: float = OVERLOAD_FRAME_S) -> tuple[float,
 def test_a_too_fast_camera_skips_frames_and_leaves_physics_alone(make_cam_sim):
     scale, frame_s = overloading_source_scale()
     print(f"camera_source_scale {scale}: {frame_s * 1e3:.1f} ms per frame here")
-    _, obs = make_cam_sim(start_paused=True, camera_period_s=0.01,  # every tick is due
-                          camera_source_scale=scale)
+    sim, obs = make_cam_sim(start_paused=True, camera_period_s=0.01,  # every tick is due
+                            camera_source_scale=scale)
     obs.wait_matched()
     obs.call("resume")
     obs.wait_for(lambda: obs.diag_values().get("real_time_factor_achieved", "nan") != "nan",
@@ -449,8 +450,10 @@ def test_a_too_fast_camera_skips_frames_and_leaves_physics_alone(make_cam_sim):
     base = obs.diag_values()
     counts = {c: len(obs.frames(c)) for c in DEFAULT_CAMERAS}
     window_wall_s = 3.2
+    cpu = CpuWindow(sim.proc.pid)
     time.sleep(window_wall_s)
     end = obs.diag_values()
+    print(cpu.report())
 
     def delta(key):
         return int(end[key]) - int(base[key])

@@ -223,6 +223,45 @@ def test_the_node_exits_when_its_physics_process_is_killed(tmp_path, ros):
     assert_no_traceback(out)
 
 
+def thread_policies(pid: int) -> dict[int, int]:
+    """Scheduling policy (0 other, 1 FIFO, 3 batch, 5 idle) of each thread of a process."""
+    out = {}
+    for tid in os.listdir(f"/proc/{pid}/task"):
+        try:
+            out[int(tid)] = int(Path(f"/proc/{pid}/task/{tid}/stat").read_text().rsplit(")", 1)[1].split()[38])
+        except (OSError, IndexError):
+            pass  # a thread that ended meanwhile
+    return out
+
+
+def test_a_sim_started_from_a_real_time_thread_runs_its_node_at_the_ordinary_policy(tmp_path, ros):
+    """Started from a SCHED_FIFO thread (a library had made its caller real time), the node would
+    inherit FIFO, and its threads, at one FIFO priority, never take turns: the camera threads kept
+    the tick pump off both cores and physics waited (rtf 0.14). The node takes the ordinary policy
+    for all its threads; physics keeps its own real-time policy."""
+    before = (os.sched_getscheduler(0), os.sched_getparam(0))
+    try:
+        os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(5))
+    except PermissionError:
+        pytest.skip("SCHED_FIFO needs privileges here (CAP_SYS_NICE)")
+    try:
+        sim = SimProcessUnderTest(new_namespace("fifo"), tmp_path)
+    finally:
+        os.sched_setscheduler(0, *before)
+    from simharness import Observer
+    obs = Observer(sim.namespace)
+    try:
+        obs.wait_for(lambda: len(obs.snapshot(obs.joint_states)) > 5, 30, "ticks")
+        node = thread_policies(sim.proc.pid)
+        assert node and all(p in (os.SCHED_OTHER, os.SCHED_BATCH, os.SCHED_IDLE) for p in node.values()), node
+        physics = thread_policies(physics_child(sim.proc.pid))
+        assert os.SCHED_FIFO in physics.values(), physics
+    finally:
+        obs.close()
+        assert sim.stop() == 0
+    assert "started with a real-time scheduling policy" in sim.output()
+
+
 # --- clean stops ---------------------------------------------------------------------------------
 
 def start_console_sim(tmp_path, *params: str, session: bool = False) -> tuple[subprocess.Popen, Path]:
