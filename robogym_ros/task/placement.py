@@ -63,6 +63,13 @@ REST_SPEED_M_S = 0.01
 REST_TURN_RAD_S = 0.1
 ARM_CONTACT_SIDES = scene.SIDES
 JAW_GEOMS = ("fixed_jaw", "moving_jaw_finger")
+# The rule above in one sentence, from the same thresholds: what agents and reports are told.
+SUCCESS_TEXT = (
+    f"the block placed in the tray: its centre inside the tray's walls (less than {TRAY_INNER_HALF_M * 1e3:g} mm "
+    f"from the tray's centre along each of the tray's own axes) and at most {PLACED_MAX_RISE_M * 1e3:g} mm above "
+    f"the tray's floor; resting on the tray; touching neither arm (released); at rest (slower than "
+    f"{REST_SPEED_M_S * 1e3:g} mm/s and {REST_TURN_RAD_S:g} rad/s). Judged from the physics; the tray may have "
+    f"moved since the reset, the test is where it is now")
 
 
 def _rotate_inverse(qw, qx, qy, qz, vx, vy, vz):

@@ -41,6 +41,8 @@ def test_the_label_is_the_experts_clean_action_for_the_state_the_noise_led_to(no
             sel = rows["episode_index"] == e
             sent, label = rows[EXECUTED][sel].astype(np.float64), rows["action"][sel].astype(np.float64)
             assert (np.abs(sent - label).max() > 0.02) == want_noisy
+            grippers = [i for i, name in enumerate(env.joint_names) if name.endswith("_gripper")]
+            assert len(grippers) == 2 and np.array_equal(sent[:, grippers], label[:, grippers])  # no noise
             obs, _ = env.reset(seed=int(rows[SEED][sel][0]))
             expert = EnvExpert(env)
             expert.reset()

@@ -40,9 +40,9 @@ RULES: dict[str, tuple[set[str], set[str]]] = {
     # one client of a running sim (sim_client: what robogym_mcp, robogym_viewer and the env's ROS
     # modes build on)
     "ros": ({"contract", "checks", "wire", "live", "sim"}, ROS | {"numpy"}),
-    # the programs, a folder each; mcp, uvicorn, anyio: robogym_mcp (nodes/mcp/), the "agents" extra
+    # the programs, a folder each; mcp and what it brings (uvicorn, anyio, pydantic): robogym_mcp, "agents"
     "nodes": ({"contract", "wire", "task", "description", "sim", "checks", "camera", "recorder", "expert", "ros",
-               "live"}, ROS | {"numpy", "mujoco", "yaml", "mcp", "uvicorn", "anyio"}),
+               "live"}, ROS | {"numpy", "mujoco", "yaml", "mcp", "uvicorn", "anyio", "pydantic"}),
     # the env's ROS modes: the only part of envs/ that imports rclpy
     "envs.ros": ({"contract", "wire", "sim", "ros"}, ROS | {"numpy"}),
     "envs": ({"contract", "wire", "task", "sim", "checks", "camera", "expert", "envs.ros"},

@@ -22,7 +22,7 @@ from rosbags.typesys import Stores, get_typestore
 from sensor_msgs.msg import Image, JointState
 
 from robogym_ros.contract import POSE_LAYOUT
-from robogym_ros.wire import cdr, decode, encode
+from robogym_ros.wire import decode, encode
 from robogym_ros.wire.cdr import CdrError, align
 from robogym_ros.wire.decode import JointStateDecoder, decode_joint_state
 

@@ -13,6 +13,9 @@ from typing import Callable
 from mcp.server.mcpserver import MCPServer
 from mcp.types import CallToolResult, ImageContent, TextContent, ToolAnnotations
 
+# Strict: a JSON true or "0.5" is refused by the schema, not coerced to 1.0 or 0.5 (an int is a float).
+from pydantic import ConfigDict, StrictBool, StrictFloat, StrictInt
+
 from robogym_ros.nodes.mcp.skills import SkillTools
 from robogym_ros.nodes.mcp.tools import MAX_MOVE_S, MAX_STEP_TICKS, Answer, Refused, SimTools
 from robogym_ros.ros.sim_client import SimUnavailable
@@ -72,7 +75,7 @@ def build_server(tools: SimTools) -> MCPServer:
         "was started with --ground-truth. grippers: each grasp point's world position (m), closing yaw, jaw angle, "
         "by forward kinematics of the measured joints. task (--ground-truth only): the env's success and stage "
         f"(none, reach, grasp, lift, handover, release, place) of that tick. {timeout}."))
-    def observe(images: bool = True, object_poses: bool = False) -> CallToolResult:
+    def observe(images: StrictBool = True, object_poses: StrictBool = False) -> CallToolResult:
         return result(lambda: skills.observe(images=images, object_poses=object_poses))
 
     @server.tool(name="act", annotations=ACTS, description=(
@@ -80,16 +83,17 @@ def build_server(tools: SimTools) -> MCPServer:
         "Joints not named keep their targets. Takes effect from the sim's next control tick. A name that is "
         "unknown or repeated, a value that is not finite or outside the joint's range: refused with the sim's "
         "reason, nothing sent."))
-    def act(targets: dict[str, float]) -> CallToolResult:
+    def act(targets: dict[str, StrictFloat]) -> CallToolResult:
         return result(lambda: tools.act(targets))
 
     @server.tool(name="move", annotations=ACTS, description=(
         "A timed move: the named joints go linearly (in sim time) from their current targets to these, over "
-        f"duration_s (0 < duration_s <= {MAX_MOVE_S:g}), starting now. A pause freezes it, a reset drops it, an act "
+        f"duration_s (one control tick .. {MAX_MOVE_S:g} s), starting now. A pause freezes it, a reset drops it, "
+        "an act "
         "naming one of its joints takes that joint over. Refused like act, nothing sent. wait: answer when it "
         "is done (paused: stepping the sim through it) with outcome reached, stalled (a joint held off its "
         "target while still: contact) or not reached, and each joint's final error (rad)."))
-    def move(targets: dict[str, float], duration_s: float, wait: bool = False) -> CallToolResult:
+    def move(targets: dict[str, StrictFloat], duration_s: StrictFloat, wait: StrictBool = False) -> CallToolResult:
         return result(lambda: skills.move(targets, duration_s, wait))
 
     @server.tool(name="pause", annotations=ACTS, description=(
@@ -105,14 +109,14 @@ def build_server(tools: SimTools) -> MCPServer:
     @server.tool(name="step", annotations=ACTS, description=(
         f"While paused: advance the sim by ticks control ticks (1..{MAX_STEP_TICKS}), with the targets in force, "
         f"through the sim's own step service (once per tick). Refused while running. {timeout} per tick."))
-    def step(ticks: int = 1) -> CallToolResult:
+    def step(ticks: StrictInt = 1) -> CallToolResult:
         return result(lambda: tools.step(ticks))
 
     @server.tool(name="reset", annotations=RESETS, description=(
         "Start a new episode (the sim's own reset service): a new random scene, both arms folded; the sim is paused "
         "afterwards. seed: that seed's first scene (the sim's live seed parameter is set first). The cameras show "
         f"the new scene from their next frame (step or resume). {timeout}."))
-    def reset(seed: int | None = None) -> CallToolResult:
+    def reset(seed: StrictInt | None = None) -> CallToolResult:
         return result(lambda: tools.reset(seed))
 
     @server.tool(name="status", annotations=READ_ONLY, description=(
@@ -129,14 +133,27 @@ def build_server(tools: SimTools) -> MCPServer:
         "\"open\", \"close\" or the gripper target (rad). A timed move over duration_s. A pose the arm cannot take "
         "is refused with how far off the best solution stays, nothing sent. wait: answer when done with outcome "
         "and the gripper's measured position error (mm, forward kinematics of the measured joints)."))
-    def move_gripper(arm: str, position_m: list[float], yaw_rad: float = 0.0, opening: str | float | None = None,
-                     duration_s: float = 2.0, wait: bool = True) -> CallToolResult:
+    def move_gripper(arm: str, position_m: list[StrictFloat], yaw_rad: StrictFloat = 0.0,
+                     opening: str | StrictFloat | None = None, duration_s: StrictFloat = 2.0,
+                     wait: StrictBool = True) -> CallToolResult:
         return result(lambda: skills.move_gripper(arm, position_m, yaw_rad, opening, duration_s, wait))
 
     @server.tool(name="grip", annotations=ACTS, description=(
         "Open or close one arm's jaws (arm: left or right; opening: \"open\", \"close\" or the gripper target "
         "in rad) over duration_s. wait: answer when done; closing on an object ends stalled (jaws held apart)."))
-    def grip(arm: str, opening: str | float = "close", duration_s: float = 0.5, wait: bool = True) -> CallToolResult:
+    def grip(arm: str, opening: str | StrictFloat = "close", duration_s: StrictFloat = 0.5,
+             wait: StrictBool = True) -> CallToolResult:
         return result(lambda: skills.grip(arm, opening, duration_s, wait))
 
+    refuse_unknown_arguments(server)
     return server
+
+
+def refuse_unknown_arguments(server: MCPServer) -> None:
+    """Every tool refuses an argument it does not take (a misspelt ``duration`` would otherwise
+    be dropped and the default used), naming it; its schema says so (additionalProperties)."""
+    for tool in server._tool_manager.list_tools():  # the SDK offers no public switch for this
+        loose = tool.fn_metadata.arg_model
+        tool.fn_metadata.arg_model = type(loose.__name__, (loose,), {
+            "model_config": ConfigDict(**loose.model_config, extra="forbid")})
+        tool.parameters["additionalProperties"] = False

@@ -23,7 +23,7 @@ import numpy as np
 
 from robogym_ros.expert.kinematics import ARM_JOINTS, ArmKinematics
 from robogym_ros.nodes.mcp.feedback import TaskFeedback
-from robogym_ros.nodes.mcp.tools import MAX_MOVE_S, MAX_STEP_TICKS, Answer, SimTools
+from robogym_ros.nodes.mcp.tools import MAX_STEP_TICKS, Answer, SimTools
 from robogym_ros.task import scene
 
 DOWN = np.array([0.0, 0.0, -1.0])
@@ -88,13 +88,7 @@ class SkillTools:
         return self.arms[arm]
 
     def _duration(self, duration_s) -> float:
-        try:
-            d = _finite(duration_s, "duration_s")
-        except ValueError as exc:
-            raise self._refuse(str(exc)) from None
-        if not 0 < d <= MAX_MOVE_S:
-            raise self._refuse(f"duration_s must be in (0, {MAX_MOVE_S:g}] s, got {duration_s!r}")
-        return d
+        return self.tools.check_duration(duration_s, self.tools._spec())
 
     def _measured(self) -> dict:
         return self.tools.observe(images=False).data

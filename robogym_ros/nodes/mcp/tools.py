@@ -23,14 +23,14 @@ from robogym_ros.live.images import png
 from robogym_ros.live.observation import Observation
 from robogym_ros.ros.sim_client import SimLink, SimUnavailable
 from robogym_ros.sim.commands import CommandRejected, validate_command, validate_trajectory
+from robogym_ros.task.placement import SUCCESS_TEXT
 
 MAX_STEP_TICKS = 1000
 STATE_WAIT_S = 1.0  # after a service answered: how long to wait for its run state to arrive
 MAX_MOVE_S = 60.0
 TASK = ("Two SO-101 arms behind a table, a red block and a red tray. Each object starts where only the arm "
         "next to it can reach, so the block must be handed from one arm to the other and laid in the tray.")
-SUCCESS = ("the block's centre within 30 mm of where a lying block rests at the tray's centre (the goal the "
-           "reset's draw implies; the Gymnasium env's success test, robogym_ros/task/goals.py)")
+SUCCESS = SUCCESS_TEXT + " (the Gymnasium env's is_success, robogym_ros/task/placement.py)"
 
 
 class Refused(ValueError):
@@ -265,18 +265,39 @@ class SimTools:
         except (CommandRejected, TypeError, ValueError) as exc:
             raise self._refuse(f"refused, nothing sent: {exc}") from None
         self.link.wait_listener(contract.JOINT_COMMANDS, self._left(started))
-        newest = self.link.buffer.newest_stamp_ns()
+        newest = self._newest_tick_stamp_ns(started)
         self.link.send_targets(valid)
-        return Answer({"sent": valid, "after_tick": None if newest is None else self._tick(newest, spec),
-                       "takes_effect": "from the sim's next control tick; joints not named keep their targets"})
+        data = {"sent": valid, "after_tick": None if newest is None else self._tick(newest, spec),
+                "takes_effect": "from the sim's next control tick; joints not named keep their targets"}
+        if newest is None:
+            data["notes"] = ["no tick seen yet (a paused sim publishes none): after_tick is unknown"]
+        return Answer(data)
+
+    def _newest_tick_stamp_ns(self, started: float) -> int | None:
+        """The newest tick this server has; a server that has seen none yet while the sim runs
+        waits for its first (ticks come every control dt), within the call's bound."""
+        buffer = self.link.buffer
+        newest = buffer.newest_stamp_ns()
+        state = self.link.run_state
+        if newest is None and (state is None or not state.paused):
+            buffer.wait_newer(buffer.seq(images=False), images=False, timeout_s=min(STATE_WAIT_S, self._left(started)))
+            newest = buffer.newest_stamp_ns()
+        return newest
+
+    def check_duration(self, duration_s, spec: Spec) -> float:
+        """A timed move's duration: at least one control tick (shorter is a jump, not a move),
+        at most MAX_MOVE_S; else refused, naming the range."""
+        dt = spec.control_dt_s
+        if isinstance(duration_s, bool) or not isinstance(duration_s, (int, float)) \
+                or not math.isfinite(duration_s) or not dt <= duration_s <= MAX_MOVE_S:
+            raise self._refuse(f"refused, nothing sent: duration_s must be in [{dt:g}, {MAX_MOVE_S:g}] s "
+                               f"(one control tick .. {MAX_MOVE_S:g} s), got {duration_s!r}")
+        return float(duration_s)
 
     def move(self, targets: dict, duration_s: float) -> Answer:
         started = time.monotonic()  # one bound for the whole call
         spec = self._spec()
-        if not isinstance(duration_s, (int, float)) or not math.isfinite(duration_s) \
-                or not 0 < duration_s <= MAX_MOVE_S:
-            raise self._refuse(f"refused, nothing sent: duration_s must be in (0, {MAX_MOVE_S:g}] s, "
-                               f"got {duration_s!r}")
+        self.check_duration(duration_s, spec)
         if not isinstance(targets, dict):
             raise self._refuse(f"targets must be an object {{joint: target}}, got {type(targets).__name__}")
         duration_ns = round(duration_s * NS_PER_S)

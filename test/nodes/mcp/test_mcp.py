@@ -20,6 +20,7 @@ from mcpharness import TOOLS, HttpServer, SimWatcher, http_agent, pixels_digest,
 from robogym_ros import checks  # noqa: E402
 from robogym_ros.checks.results import ImageMeta  # noqa: E402
 from robogym_ros.contract import header_stamp_ns  # noqa: E402
+from robogym_ros.task.placement import SUCCESS_TEXT  # noqa: E402
 
 TOKEN = "test-token-0123456789abcdef"
 # The server's timeout for these scenarios: generous, as the machine may be loaded (a sim, the
@@ -53,6 +54,16 @@ async def drive(agent, watcher: SimWatcher) -> None:
     assert len(spec["joints"]) == 12
     assert [c["name"] for c in spec["cameras"]] == ["left_wrist", "right_wrist", "overhead"]
     dt_ns = round(spec["control_dt_s"] * 1e9)
+    # success as the env judges it, in words built from the judge's own thresholds
+    assert spec["success"].startswith(SUCCESS_TEXT) and "30 mm" not in spec["success"]
+
+    # the server's first call is an act while the sim runs: it names the tick it came after
+    watcher.wait_for(lambda: watcher.snapshot(watcher.targets), 10, "the sim's servo targets")
+    pan = watcher.snapshot(watcher.targets)[-1]
+    held = pan.position[list(pan.name).index("left_shoulder_pan")]
+    first, _ = await agent.ok("act", targets={"left_shoulder_pan": held})
+    assert isinstance(first["after_tick"], int) and "notes" not in first, first
+    watcher.wait_for(lambda: watcher.diag_values().get("commands_accepted") == "1", 10, "the act in diagnostics")
 
     data, images = await agent.ok("observe")
     check_observation(watcher, spec, data, images)
@@ -65,7 +76,10 @@ async def drive(agent, watcher: SimWatcher) -> None:
                            ({"left_shoulder_pan": 0.2, "left_gripper": 9.0},
                             "refused, nothing sent: target for 'left_gripper' is 9, outside its range"),
                            # JSON has no infinity: the client sends null, the tool's schema refuses it
-                           ({"left_shoulder_pan": 0.2, "right_wrist_flex": float("inf")}, "targets.right_wrist_flex")):
+                           ({"left_shoulder_pan": 0.2, "right_wrist_flex": float("inf")}, "targets.right_wrist_flex"),
+                           # a JSON true or a number in a string is not a target (never coerced to 1.0, 0.5)
+                           ({"left_shoulder_pan": True}, "targets.left_shoulder_pan"),
+                           ({"left_shoulder_pan": "0.5"}, "targets.left_shoulder_pan")):
         is_error, text, _, _ = await agent.call("act", targets=targets)
         assert is_error and words in text, text
     await asyncio.sleep(1.5)  # a diagnostics period: a command sent would show as accepted or rejected
@@ -96,8 +110,12 @@ async def drive(agent, watcher: SimWatcher) -> None:
     # a timed move: refused like act, or followed in sim time through the targets in between
     is_error, text, _, _ = await agent.call("move", targets={"left_wrist_roll": 9.0}, duration_s=0.5)
     assert is_error and "'left_wrist_roll' is 9, outside its range" in text, text
-    is_error, text, _, _ = await agent.call("move", targets={"left_wrist_roll": 0.4}, duration_s=0.0)
-    assert is_error and "duration_s must be in (0, 60] s" in text, text
+    # an argument the tool does not take (misspelt duration_s) is refused, naming it, not dropped
+    is_error, text, _, _ = await agent.call("move", targets={"left_wrist_roll": 0.4}, duration=0.5, duration_s=0.5)
+    assert is_error and "duration\n" in text and "Extra inputs are not permitted" in text, text
+    for duration_s in (0.0, 1e-12, spec["control_dt_s"] / 2, 61):  # less than a tick is a jump, not a move
+        is_error, text, _, _ = await agent.call("move", targets={"left_wrist_roll": 0.4}, duration_s=duration_s)
+        assert is_error and f"duration_s must be in [{spec['control_dt_s']:g}, 60] s" in text, text
     n_targets = len(watcher.snapshot(watcher.targets))
     await agent.ok("move", targets={"left_wrist_roll": 0.4}, duration_s=0.5)
     def roll(msg) -> float:
