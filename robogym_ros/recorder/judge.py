@@ -6,7 +6,7 @@ The live recorder (robogym_ros.recorder.recording) and the offline check of a ba
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Mapping, Sequence
 
 import numpy as np
@@ -36,6 +36,8 @@ class FrameEvidence:
     history: Sequence[SpecChange]
     speed: float = 1.0  # sim seconds per wall second
     earlier_runs: int = 0  # frames of sim runs before a restart: not judged
+    # camera -> figures of a first frame that came late (recording.py: _check_first_frame)
+    late_starts: Mapping[str, Mapping] = field(default_factory=dict)
 
 
 def silence_s(spec: Spec) -> float:
@@ -157,6 +159,12 @@ def _image_result(spec: Spec, images, all_stamps: np.ndarray, frames: FrameEvide
         result = checks.CheckResult("images", "no images in the window; " + frames_summary(figures),
                                     {"n_images": 0, **figures}, tuple(findings), no_data=not findings)
     result.figures.update(extra, frames_of_earlier_runs=frames.earlier_runs)
+    late = [checks.Finding("camera_started_late", (
+        f"{cam}: first frame {f['waited_s']:.2f} s (wall) after its topic was live, stamped {f['missed_s']:.2f} s "
+        f"(sim) after the joint tick of that moment: the frames due in between were never sent"), dict(f, camera=cam))
+        for cam, f in sorted(frames.late_starts.items())]
+    if late:
+        result = replace(result, findings=result.findings + tuple(late), no_data=False)
     changes = live_changes_note(extra.get("period_change_zones", ()))
     if changes:
         notes.append(changes)

@@ -153,7 +153,8 @@ def frame_evidence(rec: BagRecording) -> FrameEvidence:
             judged = {k: (None if v is None else int(v)) for k, v in notes.get("frames_judged_from_ns", {}).items()}
             return replace(evidence, judged_from_ns={**evidence.judged_from_ns, **judged}, history=history,
                            skips_reported=bool(notes.get("skips_reported", evidence.skips_reported)),
-                           speed=float(notes.get("speed", 1.0)))
+                           speed=float(notes.get("speed", 1.0)),
+                           late_starts={str(k): dict(v) for k, v in notes.get("cameras_started_late", {}).items()})
         except (ValueError, TypeError, AttributeError):
             pass
     return replace(evidence, history=history)

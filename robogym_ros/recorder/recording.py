@@ -33,6 +33,9 @@ from robogym_ros.wire.decode import JointStateDecoder, decode_header, decode_ima
 RECENT_FOR_AUDIT = 256  # received message arrays kept to prove no slot shares their memory
 RESTART_JUMP_TICKS = 50  # checks.classify_stamps' reorder_window_ticks
 MATCH_SETTLE_S = 0.5  # after a subscription matched, how long until its publisher surely matched it too
+# A camera whose first frame comes this long (wall) after its image topic matched, while joint_states
+# went on over more sim time than that: the frames due meanwhile were never sent (a late camera).
+CAMERA_LATE_START_S = 1.0
 JOINT_STATES, GROUND_TRUTH = "joint_states", "ground_truth/joint_states"
 
 
@@ -103,6 +106,9 @@ class Recording:
         self.frames_earlier_runs = 0
         self._live_since: dict[str, float] = {}  # topic key -> wall time its publishers last matched
         self._judged_from: dict[str, tuple[float, int] | None] = {c.name: None for c in spec.cameras}
+        # camera -> (wall s its image topic matched, newest joint stamp then): until its first frame
+        self._camera_live: dict[str, tuple[float, int]] = {}
+        self.late_starts: dict[str, dict] = {}  # camera -> figures of a first frame that came late
         self.live_info = False  # the node reports publisher matches (else: judge from the first frame)
 
     # --- time ----------------------------------------------------------------------------------
@@ -128,6 +134,9 @@ class Recording:
             if spec == current:
                 return "same"
             self.history.append(SpecChange(self.last_joint_ns, spec))
+            for cam in self.frames:  # a camera turned on live: frames are due from now on
+                if not camera_period_ns(current, cam) and camera_period_ns(spec, cam) and not self.frames[cam]:
+                    self._camera_live[cam] = (self._now(), self.last_joint_ns)
             self.spec = spec
             return "update"
         # Another instance, or a sim that names none: a restarted sim (its stamps start over), unless
@@ -143,6 +152,8 @@ class Recording:
             self.frames_earlier_runs += len(self.frames[cam])
             self.frames[cam], self.skipped[cam] = array("q"), array("q")
             self._judged_from[cam] = None
+        self._camera_live.clear()
+        self.late_starts.clear()
         self.newest_image_ns.clear()
         if self.newest_info_ns is not None:
             self.newest_info_ns.clear()
@@ -153,6 +164,8 @@ class Recording:
         self.live_info = True
         if count > previous:
             self._live_since[key] = self._now()
+            if key in self.frames and not self.frames[key] and camera_period_ns(self.spec, key):
+                self._camera_live.setdefault(key, (self._now(), self.last_joint_ns))
 
     # --- storing -----------------------------------------------------------------------------------
     # Two ways in, one bookkeeping (_arrived): message objects (rclpy's typed callbacks, a bag, a
@@ -252,8 +265,29 @@ class Recording:
         self.images.store(stamp, width, height, step, encoding, pixels, camera)
         self.newest_image_ns[camera] = max(self.newest_image_ns.get(camera, stamp), stamp)
         if camera in self.frames:
+            if not self.frames[camera]:
+                self._check_first_frame(camera, stamp)
             self.frames[camera].append(stamp)
             self._maybe_judge_from(camera, stamp)
+
+    def _check_first_frame(self, camera: str, stamp: int) -> None:
+        """A camera's first frame: late if it came CAMERA_LATE_START_S (wall) after its topic was
+        live (matched, and settled) while the joints went on for longer than that in sim time,
+        and the frame is stamped that much after them (rendered late, not delivered late)."""
+        live = self._camera_live.pop(camera, None)
+        joints = self.activity[JOINT_STATES]
+        if live is None or joints.first_s is None:
+            return
+        live_s, live_joint_ns = live
+        if live_joint_ns < 0:  # no joints yet when the topic matched: from the first joint tick
+            live_s, live_joint_ns = max(live_s, joints.first_s), joints.first_stamp_ns
+        waited_s = self._now() - live_s - MATCH_SETTLE_S
+        missed_ns = stamp - live_joint_ns
+        late_ns = max(2 * camera_period_ns(self.spec, camera),
+                      round(self.speed() * (CAMERA_LATE_START_S + MATCH_SETTLE_S) * NS_PER_S))
+        if waited_s > CAMERA_LATE_START_S and missed_ns > late_ns:
+            self.late_starts[camera] = {"waited_s": round(waited_s, 3), "first_frame_ns": int(stamp),
+                                        "joints_when_live_ns": int(live_joint_ns), "missed_s": missed_ns / NS_PER_S}
 
     def store_camera_info_cdr(self, data: bytes, camera: str) -> bool:
         """A serialized sensor_msgs/CameraInfo (recorded for the bag): only its stamp is kept, so the
@@ -335,7 +369,8 @@ class Recording:
             skipped_ns={c: np.frombuffer(a, np.int64) for c, a in self.skipped.items()},
             skips_reported="skips" in self._live_since,
             judged_from_ns=judged_from,
-            history=list(self.history), speed=self.speed(), earlier_runs=self.frames_earlier_runs)
+            history=list(self.history), speed=self.speed(), earlier_runs=self.frames_earlier_runs,
+            late_starts=dict(self.late_starts))
 
     def speed(self) -> float:
         """Sim seconds per wall second over the recording (1.0 until there is enough to tell)."""

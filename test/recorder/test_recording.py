@@ -291,3 +291,34 @@ def test_two_sims_in_one_namespace_are_named_as_two_publishers_not_restarts():
     once.on_spec(spec(instance="i2"))
     feed(once, range(1, 101))
     assert "two_publishers" not in [f.code for _, f in once.verdict().findings], once.verdict().table()
+
+
+def late_camera_run(withheld_ticks: int, *, matched_before_joints: bool = False) -> "Recording":
+    """Real time (10 ms of wall per 10 ms tick): the camera's topic matches at tick 10, its frames
+    (every 5 ticks) come from ``withheld_ticks`` ticks later on."""
+    clock = FakeClock()
+    rec = Recording(spec(("top",)), 1000, clock=clock)
+    if matched_before_joints:
+        rec.note_publishers("top", 1, 0)
+    feed(rec, range(1, 11), clock)
+    if not matched_before_joints:
+        rec.note_publishers("top", 1, 0)
+    first = 10 + withheld_ticks
+    feed(rec, range(11, 400), clock, images={k: ("top",) for k in range(first, 400) if k % 5 == 0})
+    return rec
+
+
+def test_a_camera_that_starts_late_is_a_finding_and_one_on_time_is_not():
+    """The topic is live (matched, settled) from tick 60 on; frames withheld for 2 s of sim and wall
+    time are a finding, naming the camera and the figures; from 0.6 s on, within the settle and the
+    second of grace, nothing is found."""
+    v = late_camera_run(200).verdict()
+    (name, f), = v.findings
+    assert (name, f.code) == ("images", "camera_started_late"), v.table()
+    assert f.figures["camera"] == "top" and f.figures["first_frame_ns"] == 210 * DT_NS
+    assert "top: first frame 1.50 s (wall) after its topic was live, stamped 2.00 s (sim)" in f.message
+    for withheld in (1, 60, 140):
+        assert late_camera_run(withheld).verdict().passed, withheld
+    # matched while the sim was not yet publishing: counted from the first joint tick
+    assert late_camera_run(200, matched_before_joints=True).verdict().findings[0][1].code == "camera_started_late"
+    assert late_camera_run(60, matched_before_joints=True).verdict().passed

@@ -284,13 +284,14 @@ class RecorderNode(StoppableNode):
             print(f"bag: {self.args.record} (mcap)", flush=True)
 
     def _notes(self) -> dict:
-        """What a bag cannot show by itself: from where frames were judged, whether skips were reported."""
+        """What a bag cannot show by itself: from where frames were judged, whether skips were reported,
+        which cameras started late (wall times of matches are in no message)."""
         rec = self.recording
         ev = rec.frame_evidence()
         return {"ended_by": rec.ended_by, "end_time_ns": rec.ended_wall_ns,
                 "alive_after_end": {topic: a.after_end > 0 for topic, a in rec.activity.items()},
                 "skips_reported": ev.skips_reported, "frames_judged_from_ns": dict(ev.judged_from_ns),
-                "speed": ev.speed}
+                "speed": ev.speed, "cameras_started_late": dict(ev.late_starts)}
 
 
 def _ignore_further_signals() -> None:

@@ -266,6 +266,34 @@ def test_frames_the_sim_skipped_pass_frames_lost_fail(ros, long_ticks, tmp_path)
     assert set(failing(verdict)) == {"images"}, codes(verdict)
 
 
+@pytest.mark.parametrize("withheld_s", [2.0, 0.0])
+def test_a_camera_whose_frames_start_late_is_flagged_one_on_time_is_not(ros, long_ticks, tmp_path, withheld_s):
+    """Real time; every topic live before the first tick. Frames withheld for the first 2 s while
+    joint_states flow: camera_started_late for each camera, and nothing else. Sent from the first
+    tick on: PASS."""
+    physics, ticks = long_ticks
+    names = physics.joint_names
+    part = ticks[FIRST:FIRST + 350]
+
+    def script(sim):
+        wait_skips_matched(sim)
+        sim.state(False, 0, "start")
+        for t in part:
+            sim.tick(t, names, frames=t.stamp_ns - part[0].stamp_ns >= withheld_s * 1e9)
+            time.sleep(0.01)
+
+    ns = fresh_ns("latecam")
+    rc, out, verdict = run_stand_in(tmp_path, camera_spec(ns, physics), ns, script, "--ticks", "330")
+    if not withheld_s:
+        assert rc == 0, out
+        return
+    assert rc == 1, out
+    assert set(codes(verdict)) == {("images", "camera_started_late")}, codes(verdict)
+    for cam in CAMERAS:
+        f = next(f for f in check(verdict, "images")["findings"] if f["figures"]["camera"] == cam)
+        assert f["figures"]["missed_s"] >= 1.9 and f["figures"]["waited_s"] > 1.0, f
+
+
 @pytest.mark.long
 def test_live_camera_period_change_is_judged_stretch_by_stretch(ros, long_ticks, tmp_path):
     physics, ticks = long_ticks
