@@ -109,6 +109,7 @@ class ObservationBuffer:
             self._objects[int(stamp_ns)] = np.array(poses, np.float64)
             while len(self._objects) > self._capacity:
                 self._objects.popitem(last=False)
+            self._cv.notify_all()
 
     def add_frame(self, frame: Frame) -> FrameSet | None:
         """Take one camera image; returns the frame set it completed, if any."""
@@ -163,6 +164,22 @@ class ObservationBuffer:
                 stamp = newest_stamp
             poses = self._objects.get(stamp) if objects else None
             return Observation(stamp, self._joints[stamp], frames, poses, newest_stamp)
+
+    def wait_objects(self, stamp_ns: int, timeout_s: float) -> bool:
+        """Wait until the objects' poses of tick ``stamp_ns`` are at hand (they come on a topic of
+        their own, a little after its joints); False after ``timeout_s``."""
+        deadline = time.monotonic() + timeout_s
+        with self._cv:
+            while int(stamp_ns) not in self._objects:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return False
+                self._cv.wait(left)
+            return True
+
+    def objects_at(self, stamp_ns: int) -> np.ndarray | None:
+        with self._cv:
+            return self._objects.get(int(stamp_ns))
 
     def newest_stamp_ns(self) -> int | None:
         with self._cv:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 
 from trajectory_msgs.msg import JointTrajectoryPoint
 
@@ -146,6 +146,10 @@ class SimTools:
                 if state is not None and state.paused:
                     continue  # paused meanwhile: the paused rule applies (the sim's last tick)
                 obs = buf.newest(images=with_images, objects=object_poses)
+        if object_poses and obs.object_poses is None:  # the poses of that tick: on their way
+            left = self.timeout_s - (time.monotonic() - started)
+            if buf.wait_objects(obs.stamp_ns, max(left, 0.0)):
+                obs = replace(obs, object_poses=buf.objects_at(obs.stamp_ns))
         return self._observation(spec, obs, object_poses, state)
 
     def _await_paused_tick(self, spec: Spec, with_images: bool, left_s: float) -> None:

@@ -124,4 +124,16 @@ def test_observe_gives_the_grippers_by_fk_and_the_envs_stage_as_the_block_is_gra
             assert held["task"]["stage"] in ("grasp", "lift"), held["task"]
             status, _ = await agent.ok("status")
             assert status["task"]["stage"] == held["task"]["stage"]
+
+            # running: every observation asked with object poses has the poses of its own tick
+            await agent.ok("resume")
+            for k in range(50):
+                obs, _ = await agent.ok("observe", images=k % 5 == 0, object_poses=True)
+                assert "object_poses" in obs and not any("poses" in n for n in obs.get("notes", ())), (k, obs)
+            def seen():
+                return any(header_stamp_ns(m) == obs["stamp_ns"] for m in watcher.snapshot(watcher.objects))
+            watcher.wait_for(seen, 10, "the observed tick's object poses at the observer")
+            truth = next(m for m in watcher.snapshot(watcher.objects) if header_stamp_ns(m) == obs["stamp_ns"])
+            p = truth.poses[0]
+            assert obs["object_poses"]["block"][:3] == [p.position.x, p.position.y, p.position.z]
     run_async(scenario)
