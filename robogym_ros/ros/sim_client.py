@@ -1,7 +1,8 @@
 """A client of one running sim through its public interface only (README "The sim node"): the
 latched spec and run state, its /diagnostics status, joint_states, the camera images, and
 optionally ground-truth object poses; the pause/resume/step/reset Trigger services, the live
-``seed`` parameter, ``joint_commands`` and ``joint_trajectory``. The one client of a running sim:
+``seed`` parameter, ``joint_commands``, ``joint_trajectory`` and the lockstep ``step_request``
+(answered on ``step_result``). The one client of a running sim:
 robogym_mcp, robogym_viewer and the Gymnasium env over ROS (envs/ros/backend.py, which takes its
 ticks and step results itself, envs/ros/ticks.py) build on it.
 
@@ -33,16 +34,18 @@ from std_srvs.srv import Trigger
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
 from robogym_ros import contract
-from robogym_ros.contract import QosSpec, RunAnswer, RunState, Spec
+from robogym_ros.contract import QosSpec, RunAnswer, RunState, Spec, StepResult
 from robogym_ros.live.frames import Frame, FrameSet
 from robogym_ros.live.observation import ObservationBuffer
 from robogym_ros.ros.qos import COMMAND_QOS, DIAGNOSTICS_QOS, SPEC_QOS, STATE_QOS, STREAM_QOS, profile
 from robogym_ros.ros.stamps import stamp_msg
 from robogym_ros.wire.cdr import CdrError
 from robogym_ros.wire.decode import decode_image, decode_joint_state, decode_pose_array
+from robogym_ros.wire.step_request import StepRequestEncoder
 
 TICKS_QOS = profile(QosSpec(depth=100))  # 1 s of ticks at 100 Hz: a frame's tick is still at hand
 FRAMES_QOS = profile(QosSpec(depth=5))
+BUSY_RETRY_S = 0.02  # a step request refused as busy (another client's call owns the run state) is sent again
 
 
 class SimUnavailable(RuntimeError):
@@ -99,6 +102,11 @@ class SimClient:
         self._parameters = node.create_client(SetParameters, f"{contract.SIM_NODE}/set_parameters")
         self._commands = node.create_publisher(JointState, contract.JOINT_COMMANDS, COMMAND_QOS)
         self._trajectories = node.create_publisher(JointTrajectory, contract.JOINT_TRAJECTORY, COMMAND_QOS)
+        self._step_requests = node.create_publisher(JointTrajectory, contract.STEP_REQUEST_TOPIC, COMMAND_QOS)
+        self._step_results: deque[tuple[int, StepResult]] = deque(maxlen=32)  # (arrival seq, result)
+        self._step_seq = 0
+        node.create_subscription(String, contract.STEP_RESULT_TOPIC, self._on_step_result,
+                                 profile(contract.STEP_RESULT_QOS))
 
     # --- what arrives (the executor thread) ---------------------------------------------------
     def _bump(self) -> None:
@@ -161,6 +169,17 @@ class SimClient:
             if state.reason in ("reset", "blow_up"):
                 self.last_reset = state
         self._bump()
+
+    def _on_step_result(self, msg: String) -> None:
+        try:
+            result = StepResult.from_json(msg.data)
+        except ValueError as exc:
+            self._bad("step result", exc)
+            return
+        with self._cv:
+            self._step_seq += 1
+            self._step_results.append((self._step_seq, result))
+            self._cv.notify_all()
 
     def _on_diagnostics(self, msg: DiagnosticArray) -> None:
         for status in msg.status:
@@ -299,6 +318,44 @@ class SimClient:
                 raise SimUnavailable(f"no sim in {self.namespace} subscribes {publisher.topic_name} "
                                      f"(waited {timeout_s:g} s): nothing sent")
             time.sleep(0.02)
+
+    def step_request(self, from_index: int, targets: dict[str, float], n_ticks: int, timeout_s: float) -> StepResult:
+        """Lockstep in one message: from tick ``from_index`` (the paused sim's last), hold ``targets``
+        and step ``n_ticks``; the sim's StepResult (reason "step", or "step_refused" with why). A
+        busy refusal (another client's call owns the run state) is sent again until ``timeout_s``;
+        no answer in time is SimUnavailable."""
+        spec = self.wait_spec(timeout_s)
+        dt = spec.control_dt_ns
+        request = StepRequestEncoder(tuple(targets)).encode(from_index * dt, list(targets.values()), n_ticks * dt)
+        deadline = time.monotonic() + timeout_s
+        while self._step_requests.get_subscription_count() == 0:
+            if time.monotonic() >= deadline:
+                raise SimUnavailable(f"no sim in {self.namespace} subscribes {self._step_requests.topic_name} "
+                                     f"(waited {timeout_s:g} s): nothing sent")
+            time.sleep(0.02)
+        while True:
+            with self._cv:
+                sent_after = self._step_seq
+            self._step_requests.publish(request)
+            result = self._wait_step_result(sent_after, from_index * dt, deadline)
+            if result is None:
+                raise SimUnavailable(f"no answer to the step request from tick {from_index} ({n_ticks} ticks) "
+                                     f"from the sim in {self.namespace} within {timeout_s:g} s")
+            if result.reason != "step_busy" or time.monotonic() >= deadline:
+                return result
+            time.sleep(BUSY_RETRY_S)
+
+    def _wait_step_result(self, after_seq: int, from_stamp_ns: int, deadline: float) -> StepResult | None:
+        with self._cv:
+            while True:
+                for seq, result in self._step_results:
+                    if seq > after_seq and result.from_stamp_ns == from_stamp_ns and \
+                            result.reason in ("step", "step_refused", "step_busy"):
+                        return result
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return None
+                self._cv.wait(left)
 
     def send_targets(self, targets: dict[str, float]) -> None:
         """joint_commands (validated by the caller): stamped with the newest sim time seen, as

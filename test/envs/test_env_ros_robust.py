@@ -249,20 +249,20 @@ def test_a_seeded_reset_meeting_another_clients_step_raises_sim_busy_never_a_val
     """#32.7: a seeded reset whose seed or reset call meets another client's long step request
     (it owns the run state) raises SimBusy (retryable), never ValueError; one that goes through
     is local mode's scene."""
-    from robogym_ros.envs.ros.step_request import StepRequestEncoder
     from robogym_ros.ros.stamps import stamp_ns
+    from robogym_ros.wire.step_request import StepRequestEncoder
 
     sim, observer = make_sim(seed=5, **SIM_PARAMS)
     pub, _ = step_request_channel(sim, observer)
     env = HandoverEnv(mode="ros_lockstep", namespace=sim.namespace)
     local = HandoverEnv()
-    stop, outcomes = threading.Event(), []
+    stop, spamming, outcomes = threading.Event(), threading.Event(), []
 
-    def spam() -> None:  # 300 ticks from the newest tick, again and again
+    def spam() -> None:  # 300 ticks from the newest tick, again and again, while spamming
         encoder = None
         while not stop.is_set():
             ticks = observer.snapshot(observer.joint_states)
-            if ticks:
+            if ticks and spamming.is_set():
                 last = ticks[-1]
                 encoder = encoder or StepRequestEncoder(tuple(last.name))
                 pub.publish(encoder.encode(stamp_ns(last.header.stamp), list(last.position),
@@ -273,15 +273,25 @@ def test_a_seeded_reset_meeting_another_clients_step_raises_sim_busy_never_a_val
     try:
         env.reset(seed=0)
         spammer.start()
-        for seed in range(30):
-            try:
-                obs, _ = env.reset(seed=seed)
-            except SimBusy as exc:  # a ValueError or a plain RuntimeError here is the bug
-                assert exc.retryable and "busy: " in str(exc), exc
-                outcomes.append("busy")
-                continue
-            assert_same_observation(obs, local.reset(seed=seed)[0], f"reset(seed={seed}):")
-            outcomes.append("reset")
+        for seed in range(20):
+            # every other seed the other client stops, and the reset, retried, must go through
+            if seed % 2 == 0:
+                spamming.set()
+                time.sleep(0.05)  # its request is in
+            else:
+                spamming.clear()
+            for _attempt in range(1 if seed % 2 == 0 else 100):
+                try:
+                    obs, _ = env.reset(seed=seed)
+                except SimBusy as exc:  # a ValueError or a plain RuntimeError here is the bug
+                    assert exc.retryable and "busy: " in str(exc), exc
+                    outcome = "busy"
+                    time.sleep(0.05)
+                    continue
+                assert_same_observation(obs, local.reset(seed=seed)[0], f"reset(seed={seed}):")
+                outcome = "reset"
+                break
+            outcomes.append(outcome)
         print(f"seeded resets under step requests: {outcomes.count('reset')} done, {outcomes.count('busy')} busy")
         assert outcomes.count("reset") > 0 and outcomes.count("busy") > 0, outcomes  # the two met
     finally:

@@ -29,7 +29,8 @@ from robogym_ros.ros import qos
 from robogym_ros.wire.decode import decode_image
 
 REPO = Path(__file__).parents[2]
-TOOLS = {"spec", "observe", "act", "move", "pause", "resume", "step", "reset", "status", "move_gripper", "grip"}
+TOOLS = {"spec", "observe", "act", "move", "pause", "resume", "step", "step_observe", "reset", "status", "move_gripper",
+         "grip"}
 
 
 def server_env(**extra) -> dict[str, str]:

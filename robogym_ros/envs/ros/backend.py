@@ -4,7 +4,7 @@ Imported only when an env is made with ``mode="ros_lockstep"`` or ``"ros_realtim
 mode never imports rclpy.
 
 lockstep: each step is one message on ``robogym_sim/step_request`` (contract.STEP_REQUEST_TOPIC,
-serialized once per step by envs/ros/step_request.py): the targets and the number of ticks
+serialized once per step by wire/step_request.py): the targets and the number of ticks
 together, from the tick this env saw last. The sim refuses it, changing nothing, unless it is
 paused at that very tick; otherwise it steps exactly ``n_ticks`` ticks with the targets from
 the first, and answers on ``robogym_sim/step_result`` with the last tick's record once that
@@ -41,11 +41,11 @@ from trajectory_msgs.msg import JointTrajectory
 from robogym_ros import contract
 from robogym_ros.contract import RunAnswer
 from robogym_ros.envs.ros.namespaces import normalize_namespace
-from robogym_ros.envs.ros.step_request import StepRequestEncoder
 from robogym_ros.envs.ros.ticks import TickReader
 from robogym_ros.ros import qos
 from robogym_ros.ros.sim_client import SimBusy, SimClient, SimUnavailable
 from robogym_ros.sim.tick import Tick
+from robogym_ros.wire.step_request import StepRequestEncoder
 
 __all__ = ["RosBackend", "SimBusy", "SimUnavailable", "SeedNotHonoured"]
 BUSY_RETRY_S = 0.005  # between sends of a step another client's call refused (it changed nothing)

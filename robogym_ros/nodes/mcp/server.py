@@ -112,6 +112,16 @@ def build_server(tools: SimTools) -> MCPServer:
     def step(ticks: StrictInt = 1) -> CallToolResult:
         return result(lambda: tools.step(ticks))
 
+    @server.tool(name="step_observe", annotations=ACTS, description=(
+        "Lockstep in one call: optionally set targets (as act), step the paused sim by ticks (1.."
+        f"{MAX_STEP_TICKS}), then observe the last tick (as observe: images, object_poses; with images, the "
+        "newest tick the cameras made a frame of, newest_tick the last stepped). One request to the "
+        "sim whatever ticks. Refused while the sim runs (pause first) or if another client moved it, nothing "
+        f"changed. {timeout}."))
+    def step_observe(ticks: StrictInt = 1, targets: dict[str, StrictFloat] | None = None, images: StrictBool = True,
+                     object_poses: StrictBool = False) -> CallToolResult:
+        return result(lambda: skills.step_observe(ticks, targets, images, object_poses))
+
     @server.tool(name="reset", annotations=RESETS, description=(
         "Start a new episode (the sim's own reset service): a new random scene, both arms folded; the sim is paused "
         "afterwards. seed: that seed's first scene (the sim's live seed parameter is set first). The cameras show "

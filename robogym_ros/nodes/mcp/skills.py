@@ -71,6 +71,18 @@ class SkillTools:
                                                   None if reset is None else reset.stamp_ns)
         return answer
 
+    def step_observe(self, ticks: int = 1, targets: dict | None = None, images: bool = True,
+                     object_poses: bool = False) -> Answer:
+        """Optional targets, then ``ticks`` ticks, then the observation of the last one: one step
+        request to the sim whatever ``ticks`` (lockstep; the sim must be paused)."""
+        stepped = self.tools.step_request(ticks, targets)
+        answer = self.observe(images=images, object_poses=object_poses)
+        notes = stepped.data.pop("notes", []) + answer.data.pop("notes", [])
+        answer.data.update(stepped.data)
+        if notes:
+            answer.data["notes"] = notes
+        return answer
+
     def status(self) -> Answer:
         answer = self.tools.status()
         answer.data["task"] = self.feedback.last if self.tools.ground_truth else None

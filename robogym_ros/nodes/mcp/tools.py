@@ -366,6 +366,37 @@ class SimTools:
         self._await_state(lambda s: s.paused and s.stamp_ns >= stamp)
         return Answer({"stepped": done + 1, **_answer_data(answer)})
 
+    def step_request(self, ticks: int, targets: dict | None) -> Answer:
+        """Lockstep in one request, whatever ``ticks``: from the paused sim's last tick, hold
+        ``targets`` (validated like act) and step; the sim's answer. Refused while the sim runs."""
+        started = time.monotonic()
+        if isinstance(ticks, bool) or not isinstance(ticks, int) or not 1 <= ticks <= MAX_STEP_TICKS:
+            raise self._refuse(f"refused, nothing stepped: ticks must be a whole number in 1..{MAX_STEP_TICKS}, "
+                               f"got {ticks!r}")
+        spec = self._spec()
+        valid: dict[str, float] = {}
+        if targets:
+            if not isinstance(targets, dict):
+                raise self._refuse(f"targets must be an object {{joint: target}}, got {type(targets).__name__}")
+            try:
+                valid = validate_command(list(targets), list(targets.values()), (), (), self._ranges(spec))
+            except (CommandRejected, TypeError, ValueError) as exc:
+                raise self._refuse(f"refused, nothing stepped: {exc}") from None
+        state = self.link.run_state
+        if state is None or not state.paused:
+            raise self._refuse("refused, nothing stepped: step_observe is lockstep and the sim runs; pause it first")
+        dt = spec.control_dt_ns
+        from_index = max(state.stamp_ns, self.link.buffer.newest_stamp_ns() or 0) // dt
+        result = self.link.step_request(from_index, valid, ticks, self._left(started))
+        if result.reason != "step":
+            raise self._refuse(f"the sim refused the step from tick {from_index}, nothing changed: {result.detail}")
+        self._await_state(lambda s: s.paused and s.stamp_ns >= result.stamp_ns)
+        data = {"from_tick": from_index, "stepped": result.stamp_ns // dt - from_index, "sent": valid}
+        if result.blew_up:
+            data["blew_up"] = True
+            data.setdefault("notes", []).append("the scene blew up and was reset: the step ended at that tick")
+        return Answer(data)
+
     def reset(self, seed: int | None = None) -> Answer:
         if seed is not None:
             top = int(params.SIM["seed"].maximum)  # the sim's seed parameter's range, defined once

@@ -12,14 +12,19 @@ import urllib.error
 import urllib.request
 
 import pytest
+from trajectory_msgs.msg import JointTrajectory
 
 pytest.importorskip("mcp", reason="mcp is not installed (pip install -e '.[agents]')")
 
 from mcpharness import TOOLS, HttpServer, SimWatcher, http_agent, pixels_digest, run_async, stdio_agent  # noqa: E402
 
-from robogym_ros import checks  # noqa: E402
+from robogym_ros import (
+    checks,  # noqa: E402
+    contract,  # noqa: E402
+)
 from robogym_ros.checks.results import ImageMeta  # noqa: E402
 from robogym_ros.contract import header_stamp_ns  # noqa: E402
+from robogym_ros.ros.qos import COMMAND_QOS  # noqa: E402
 from robogym_ros.task.placement import SUCCESS_TEXT  # noqa: E402
 
 TOKEN = "test-token-0123456789abcdef"
@@ -205,6 +210,44 @@ def test_an_agent_drives_a_real_sim_over_http_and_a_request_without_the_token_is
         run_async(scenario)
     finally:
         assert server.stop() == 0, server.text
+
+
+def test_step_observe_of_100_ticks_is_one_step_request_and_observes_the_last_tick(make_sim):
+    """Targets, 100 ticks and the observation of the last, in one call and one message to the sim;
+    refused (nothing sent) while the sim runs or with a bad target."""
+    _sim, watcher = make_sim(SimWatcher)
+    requests: list[JointTrajectory] = []
+    watcher.node.create_subscription(JointTrajectory, contract.STEP_REQUEST_TOPIC, requests.append, COMMAND_QOS)
+
+    async def scenario():
+        async with stdio_agent(watcher.namespace, *TIMEOUT) as agent:
+            spec, _ = await agent.ok("spec")
+            dt_ns = round(spec["control_dt_s"] * 1e9)
+            is_error, text, _, _ = await agent.call("step_observe", ticks=5)
+            assert is_error and "the sim runs; pause it first" in text, text
+            await agent.ok("pause")
+            watcher.wait_for(lambda: watcher.snapshot(watcher.states)[-1].reason == "pause", 10, "the pause")
+            last = watcher.snapshot(watcher.states)[-1].stamp_ns // dt_ns
+            is_error, text, _, _ = await agent.call("step_observe", ticks=5, targets={"left_gripper": 9.0})
+            assert is_error and "'left_gripper' is 9, outside its range" in text, text
+            await asyncio.sleep(0.5)
+            assert requests == []  # refusals send nothing
+            n = len(watcher.snapshot(watcher.joint_states))
+            obs, _ = await agent.ok("step_observe", ticks=100, targets={"left_shoulder_pan": 0.3}, images=False)
+            assert (obs["from_tick"], obs["stepped"], obs["tick"]) == (last, 100, last + 100), obs
+            assert obs["paused"] is True and obs["sent"] == {"left_shoulder_pan": 0.3}
+            watcher.wait_for(lambda: watcher.joints_at(obs["stamp_ns"]) is not None, 10, "the last tick")
+            assert watcher.joints_at(obs["stamp_ns"]) == obs["joints"]  # that tick's joint_states
+            await asyncio.sleep(0.5)
+            assert len(requests) == 1, len(requests)  # one message, whatever the ticks
+            stamps = [header_stamp_ns(m) for m in watcher.snapshot(watcher.joint_states)[n:]]
+            assert stamps == [(last + k) * dt_ns for k in range(1, 101)]
+            assert watcher.target_at((last + 1) * dt_ns, "left_shoulder_pan") == 0.3  # held from the first tick
+            # with images: the newest tick the cameras made a frame of, joints and images of that tick
+            obs, images = await agent.ok("step_observe", ticks=7)
+            assert obs["newest_tick"] == last + 107 and last + 100 <= obs["tick"] <= last + 107, obs
+            check_observation(watcher, spec, obs, images)
+    run_async(scenario)
 
 
 def test_observe_while_paused_waits_for_the_frame_of_a_stepped_tick(make_sim):

@@ -59,11 +59,15 @@ def test_move_gripper_reaches_a_pose_refuses_an_unreachable_one_and_a_blocked_mo
             assert abs(done["gripper_position_error_mm"] - error_mm) < 0.5, (done, error_mm)
 
             # unreachable: refused naming why, nothing sent (the held targets stay)
+            def targets_until(tick):
+                return header_stamp_ns(watcher.snapshot(watcher.targets)[-1]) >= tick * dt_ns
+            watcher.wait_for(lambda: targets_until(done["tick"]), 10, "the targets of the move's last tick")
             held = watcher.snapshot(watcher.targets)[-1].position.tolist()
             is_error, text, _, _ = await agent.call("move_gripper", arm="left", position_m=UNREACHABLE_M,
                                                     yaw_rad=0.0, duration_s=1.0)
             assert is_error and "refused, nothing sent: unreachable" in text and "mm off" in text, text
             await agent.ok("step", ticks=5)
+            watcher.wait_for(lambda: targets_until(done["tick"] + 5), 10, "the targets of the 5 ticks stepped")
             assert watcher.snapshot(watcher.targets)[-1].position.tolist() == held
 
             # blocked: the jaws driven down into the table stop on it, and the move says stalled

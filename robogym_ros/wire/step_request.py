@@ -4,7 +4,7 @@ A trajectory_msgs/JointTrajectory: header.stamp = the tick stepped from, joint_n
 point with the targets in ``positions`` and the step's length in ``time_from_start``. The
 joint names never change for an env, so everything up to the positions is encoded once;
 rclpy's conversion of the message object cost a third of the env's time per step
-(bench/bench_env.py). test/test_env_lockstep.py checks the bytes against rclpy's own
+(bench/bench_env.py). test/envs/test_env_ros_robust.py checks the bytes against rclpy's own
 deserialisation.
 """
 from __future__ import annotations
