@@ -217,7 +217,7 @@ def test_step_observe_of_100_ticks_is_one_step_request_and_observes_the_last_tic
     refused (nothing sent) while the sim runs or with a bad target."""
     _sim, watcher = make_sim(SimWatcher)
     requests: list[JointTrajectory] = []
-    watcher.node.create_subscription(JointTrajectory, contract.STEP_REQUEST_TOPIC, requests.append, COMMAND_QOS)
+    sub = watcher.node.create_subscription(JointTrajectory, contract.STEP_REQUEST_TOPIC, requests.append, COMMAND_QOS)
 
     async def scenario():
         async with stdio_agent(watcher.namespace, *TIMEOUT) as agent:
@@ -232,6 +232,9 @@ def test_step_observe_of_100_ticks_is_one_step_request_and_observes_the_last_tic
             assert is_error and "'left_gripper' is 9, outside its range" in text, text
             await asyncio.sleep(0.5)
             assert requests == []  # refusals send nothing
+            # this test's counter hears the server's requests only once discovery has matched the two
+            watcher.wait_for(lambda: watcher.node.count_publishers(sub.topic_name) >= 1, 10, "the server's publisher")
+            await asyncio.sleep(1.0)
             n = len(watcher.snapshot(watcher.joint_states))
             obs, _ = await agent.ok("step_observe", ticks=100, targets={"left_shoulder_pan": 0.3}, images=False)
             assert (obs["from_tick"], obs["stepped"], obs["tick"]) == (last, 100, last + 100), obs
