@@ -259,15 +259,24 @@ class SimTools:
     def _left(self, started: float) -> float:
         return max(self.timeout_s - (time.monotonic() - started), 0.0)
 
-    def act(self, targets: dict) -> Answer:
-        started = time.monotonic()  # one bound for the whole call
-        spec = self._spec()
+    def _valid_targets(self, targets, spec: Spec, nothing: str) -> dict[str, float]:
+        """Targets by joint name as the sim validates them; else refused (``nothing``: what was not done)."""
         if not isinstance(targets, dict):
             raise self._refuse(f"targets must be an object {{joint: target}}, got {type(targets).__name__}")
         try:
-            valid = validate_command(list(targets), list(targets.values()), (), (), self._ranges(spec))
+            return validate_command(list(targets), list(targets.values()), (), (), self._ranges(spec))
         except (CommandRejected, TypeError, ValueError) as exc:
-            raise self._refuse(f"refused, nothing sent: {exc}") from None
+            raise self._refuse(f"refused, {nothing}: {exc}") from None
+
+    def _check_ticks(self, ticks) -> None:
+        if isinstance(ticks, bool) or not isinstance(ticks, int) or not 1 <= ticks <= MAX_STEP_TICKS:
+            raise self._refuse(f"refused, nothing stepped: ticks must be a whole number in 1..{MAX_STEP_TICKS}, "
+                               f"got {ticks!r}")
+
+    def act(self, targets: dict) -> Answer:
+        started = time.monotonic()  # one bound for the whole call
+        spec = self._spec()
+        valid = self._valid_targets(targets, spec, "nothing sent")
         self.link.wait_listener(contract.JOINT_COMMANDS, self._left(started))
         newest = self._newest_tick_stamp_ns(started)
         self.link.send_targets(valid)
@@ -346,9 +355,7 @@ class SimTools:
         self.link.wait_state(predicate, min(self.timeout_s, STATE_WAIT_S))
 
     def step(self, ticks: int = 1) -> Answer:
-        if isinstance(ticks, bool) or not isinstance(ticks, int) or not 1 <= ticks <= MAX_STEP_TICKS:
-            raise self._refuse(f"refused, nothing stepped: ticks must be a whole number in 1..{MAX_STEP_TICKS}, "
-                               f"got {ticks!r}")
+        self._check_ticks(ticks)
         message, done = "", 0
         for done in range(ticks):
             try:
@@ -370,18 +377,9 @@ class SimTools:
         """Lockstep in one request, whatever ``ticks``: from the paused sim's last tick, hold
         ``targets`` (validated like act) and step; the sim's answer. Refused while the sim runs."""
         started = time.monotonic()
-        if isinstance(ticks, bool) or not isinstance(ticks, int) or not 1 <= ticks <= MAX_STEP_TICKS:
-            raise self._refuse(f"refused, nothing stepped: ticks must be a whole number in 1..{MAX_STEP_TICKS}, "
-                               f"got {ticks!r}")
+        self._check_ticks(ticks)
         spec = self._spec()
-        valid: dict[str, float] = {}
-        if targets:
-            if not isinstance(targets, dict):
-                raise self._refuse(f"targets must be an object {{joint: target}}, got {type(targets).__name__}")
-            try:
-                valid = validate_command(list(targets), list(targets.values()), (), (), self._ranges(spec))
-            except (CommandRejected, TypeError, ValueError) as exc:
-                raise self._refuse(f"refused, nothing stepped: {exc}") from None
+        valid = self._valid_targets(targets, spec, "nothing stepped") if targets else {}
         state = self.link.run_state
         if state is None or not state.paused:
             raise self._refuse("refused, nothing stepped: step_observe is lockstep and the sim runs; pause it first")
