@@ -172,3 +172,53 @@ def test_the_http_transport_refuses_another_origin_a_foreign_host_and_a_simple_p
         assert status(json_type, f"Origin: http://localhost:{server.port}") == 200
     finally:
         assert server.stop() == 0, server.text
+
+
+def test_a_running_observation_whose_ticks_poses_never_come_takes_a_later_tick_and_counts_it(make_sim):
+    """A lost object-poses message (injected: this in-process server's buffer drops the poses of
+    every tick in a 0.3 s window) does not end an observation without poses: after waiting a
+    bounded time for them, a running observe takes a later tick, with its own poses, and status
+    counts the miss."""
+    import threading
+
+    import rclpy
+    from rclpy.executors import SingleThreadedExecutor
+
+    from robogym_ros.contract import header_stamp_ns
+    from robogym_ros.nodes.mcp.tools import SimTools
+    from robogym_ros.ros.sim_client import SimLink
+
+    _sim, watcher = make_sim(SimWatcher)
+    node = rclpy.create_node("poses_probe", namespace=watcher.node.get_namespace())
+    link = SimLink(node, joints=True, objects=True, cameras=False)
+    executor = SingleThreadedExecutor()
+    executor.add_node(node)
+    spinner = threading.Thread(target=executor.spin, daemon=True)
+    spinner.start()
+    try:
+        tools = SimTools(link, 15.0, ground_truth=True)
+        tools.spec()
+        first = tools.observe(images=False, object_poses=True).data
+        assert "object_poses" in first and tools.poses_missed == 0, first
+        window: list[int] = []
+        add = link.buffer.add_objects
+
+        def lossy(stamp_ns: int, poses) -> None:
+            if not window:
+                window[:] = [stamp_ns, stamp_ns + 300_000_000]
+            if not window[0] <= stamp_ns <= window[1]:
+                add(stamp_ns, poses)
+        link.buffer.add_objects = lossy
+        data = tools.observe(images=False, object_poses=True).data
+        assert "object_poses" in data and "notes" not in data, data
+        assert data["stamp_ns"] > window[1] and tools.poses_missed >= 1, (data["stamp_ns"], window)
+        assert tools.status().data["server"]["object_poses_missed"] == tools.poses_missed
+        def truth():
+            return next((m for m in watcher.snapshot(watcher.objects) if header_stamp_ns(m) == data["stamp_ns"]), None)
+        watcher.wait_for(lambda: truth() is not None, 10, "the observed tick's poses at the observer")
+        pose = truth().poses[0]
+        assert data["object_poses"]["block"][:3] == [pose.position.x, pose.position.y, pose.position.z]
+    finally:
+        executor.shutdown()
+        node.destroy_node()
+        spinner.join(5)
