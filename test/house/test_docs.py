@@ -7,7 +7,7 @@
   is a module or package of robogym_ros; a name after it (``robogym_ros.task.goals.STAGES``) is
   bound at the top of that module; ``python -m`` names a package with a ``__main__`` or a module
   with a main guard;
-- each file path (``robogym_ros/``, ``test/``, ``bench/``, ``recipes/``, ``config/``, ``launch/``,
+- each file path (``robogym_ros/``, ``test/``, ``bench/``, ``recipes/``, ``examples/``, ``config/``, ``launch/``,
   ``docs/``, ``plugins/``, ``.ci/``; a glob matches at least one file; a short ``x/y.py`` is a
   module of the package or of the plugin) and each launch file named (``sim.launch.py``) exists;
 - each relative Markdown link resolves, and to a heading of the page where it names one.
@@ -31,7 +31,7 @@ ROOT = Path(__file__).parents[2]
 PACKAGE = "robogym_ros"
 README_MAX_LINES = 300
 LAYOUT_HEADING = "## The tiers of `robogym_ros/`"
-FILE_ROOTS = ("robogym_ros", "test", "bench", "recipes", "config", "launch", "docs", "plugins", ".ci")
+FILE_ROOTS = ("robogym_ros", "test", "bench", "recipes", "examples", "config", "launch", "docs", "plugins", ".ci")
 # Short module paths (``expert/holding.py``) are read against these folders, in order.
 SHORT_PATH_BASES = ("robogym_ros", "plugins/lerobot_env_robogym")
 # robogym_* names that are neither a console script nor spelled out in the code: the code builds them.

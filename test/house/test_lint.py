@@ -21,6 +21,7 @@ def test_ruff_check_passes():
     ruff = _ruff()
     if ruff is None:
         pytest.skip("ruff is not installed (pip install ruff, or the package's [test] extra)")
-    paths = [p for p in ("robogym_ros", "test", "bench", "recipes", "launch", ".ci", "plugins") if (ROOT / p).exists()]
+    paths = [p for p in ("robogym_ros", "test", "bench", "recipes", "examples", "launch", ".ci", "plugins")
+             if (ROOT / p).exists()]
     done = subprocess.run([*ruff, "check", "--no-cache", *paths], cwd=ROOT, capture_output=True, text=True)
     assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-2000:]

@@ -58,3 +58,30 @@ def test_a_moved_module_is_caught(tmp_path):
     script.write_text("def main():\n    from robogym_ros.nodes import recorder_node as rn\n"
                       "from robogym_ros.task.scene import no_such_name\n")
     assert sorted(unresolved(script)) == ["robogym_ros.nodes.recorder_node", "robogym_ros.task.scene.no_such_name"]
+
+
+def top_level_imports(path: Path) -> set[str]:
+    names = set()
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names.add(node.module.split(".")[0])
+        elif isinstance(node, ast.Import):
+            names.update(alias.name.split(".")[0] for alias in node.names)
+    return names
+
+
+def test_the_reference_agent_is_a_client_of_the_tools_only():
+    """examples/mcp_agent.py imports mcp, numpy and the standard library: nothing of robogym_ros
+    (a user's agent has only the tools); the __future__ pseudo-module aside."""
+    import sys
+    names = top_level_imports(ROOT / "examples" / "mcp_agent.py") - {"__future__"}
+    assert names - set(sys.stdlib_module_names) == {"mcp", "numpy"}, names
+
+
+def test_an_agent_importing_the_package_is_caught(tmp_path):
+    """Positive control."""
+    script = tmp_path / "agent.py"
+    script.write_text("import json\nimport numpy as np\nfrom mcp import ClientSession\n"
+                      "def f():\n    from robogym_ros.task import scene\n")
+    import sys
+    assert top_level_imports(script) - set(sys.stdlib_module_names) == {"mcp", "numpy", "robogym_ros"}
