@@ -45,6 +45,7 @@ from robogym_ros.wire.step_request import StepRequestEncoder
 
 TICKS_QOS = profile(QosSpec(depth=100))  # 1 s of ticks at 100 Hz: a frame's tick is still at hand
 FRAMES_QOS = profile(QosSpec(depth=5))
+GONE_GRACE_S = 0.5  # a sim that left the graph: how long a call looks for it to be back before answering
 BUSY_RETRY_S = 0.02  # a step request refused as busy (another client's call owns the run state) is sent again
 
 
@@ -222,6 +223,21 @@ class SimClient:
         without a chance to say goodbye stays in it until DDS notices, some seconds)."""
         return self.node.count_publishers(self.spec_topic) > 0
 
+    def gone(self, within_s: float = 0.0) -> bool:
+        """A sim was here (its spec came) and has left the ROS graph: no publisher of its spec,
+        still none after ``within_s``. A call against it then answers at once instead of
+        waiting its whole timeout for a service that will not appear."""
+        deadline = time.monotonic() + within_s
+        while self.spec is not None and not self.sim_present():
+            if time.monotonic() >= deadline:
+                return True
+            time.sleep(0.05)
+        return False
+
+    def gone_message(self) -> str:
+        return (f"the sim in {self.namespace} is gone: no publisher of {self.spec_topic}; the last spec came "
+                f"from sim instance {self.spec.instance}")
+
     def wait_spec(self, timeout_s: float) -> Spec:
         deadline = time.monotonic() + timeout_s
         with self._cv:
@@ -290,6 +306,8 @@ class SimClient:
     def _call(self, client, request, timeout_s: float, answer):
         started = time.monotonic()
         name = self.node.resolve_service_name(client.srv_name)
+        if self.gone(min(timeout_s, GONE_GRACE_S)):
+            raise SimUnavailable(f"{self.gone_message()}: {name} not called")
         if not client.wait_for_service(timeout_sec=timeout_s):
             raise SimUnavailable(f"the sim's {name} service did not appear within {timeout_s:g} s "
                                  f"(is a sim running in {self.namespace}?)")

@@ -21,7 +21,7 @@ from robogym_ros.camera.clock import frame_tick
 from robogym_ros.contract import NS_PER_S, RunAnswer, Spec
 from robogym_ros.live.images import png
 from robogym_ros.live.observation import Observation
-from robogym_ros.ros.sim_client import SimLink, SimUnavailable
+from robogym_ros.ros.sim_client import GONE_GRACE_S, SimLink, SimUnavailable
 from robogym_ros.sim.commands import CommandRejected, validate_command, validate_trajectory
 from robogym_ros.task.placement import SUCCESS_TEXT
 
@@ -84,16 +84,10 @@ class SimTools:
         """The spec of the sim there now: a spec kept from a sim that has left the ROS graph is
         not served as if it were alive (a sim killed outright stays in the graph until DDS
         notices it is gone, some seconds)."""
-        started = time.monotonic()
         spec = self.link.wait_spec(self.timeout_s)
-        while not self.link.sim_present():
-            if time.monotonic() - started >= self.timeout_s:
-                raise SimUnavailable(f"the sim in {self.link.namespace} is gone: no publisher of "
-                                     f"{self.link.spec_topic} (waited {self.timeout_s:g} s for one); the last "
-                                     f"spec came from sim instance {spec.instance}")
-            time.sleep(0.1)
-            spec = self.link.spec
-        return spec
+        if self.link.gone(min(self.timeout_s, GONE_GRACE_S)):
+            raise SimUnavailable(self.link.gone_message())
+        return self.link.spec
 
     # --- spec -------------------------------------------------------------------------------
     def spec(self) -> Answer:
@@ -143,6 +137,8 @@ class SimTools:
             left = self.timeout_s - (time.monotonic() - started)
             if left <= 0:
                 raise SimUnavailable(self._waited_for(spec, with_images))
+            if self.link.gone():  # it left the graph while this call waited
+                raise SimUnavailable(self.link.gone_message())
             if buf.wait_newer(seq, images=with_images, timeout_s=min(left, 0.1)):
                 state = self.link.run_state
                 if state is not None and state.paused:

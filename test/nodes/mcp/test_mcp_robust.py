@@ -222,3 +222,30 @@ def test_a_running_observation_whose_ticks_poses_never_come_takes_a_later_tick_a
         executor.shutdown()
         node.destroy_node()
         spinner.join(5)
+
+
+def test_a_call_to_a_sim_known_to_be_gone_answers_at_once_naming_it(tmp_path, ros):
+    """A sim that stopped has left the ROS graph: every call says it is gone well within the
+    server's timeout (10 s here), instead of waiting all of it for a service or a tick that will
+    not come."""
+    namespace = new_namespace("gone")
+    sim, watcher = start_sim(namespace, tmp_path, SimWatcher)
+
+    async def scenario():
+        nonlocal sim
+        async with stdio_agent(namespace, "--timeout-s", "10") as agent:
+            await picked_up(agent, None)
+            watcher.close()
+            assert await asyncio.to_thread(sim.stop) == 0, sim.output()
+            sim = None
+            await asyncio.sleep(1.0)
+            for name, arguments in CALLS.items():
+                is_error, text, _, took = await agent.call(name, **arguments)
+                assert is_error and f"the sim in /{namespace} is gone" in text, (name, text)
+                assert took < 5.0, f"{name} took {took:.1f} s of its 10 s timeout: {text}"
+    try:
+        run_async(scenario)
+    finally:
+        if sim is not None:
+            watcher.close()
+            sim.stop()
