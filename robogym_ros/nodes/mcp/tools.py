@@ -84,7 +84,7 @@ class SimTools:
         """The spec of the sim there now: a spec kept from a sim that has left the ROS graph is
         not served as if it were alive (a sim killed outright stays in the graph until DDS
         notices it is gone, some seconds)."""
-        spec = self.link.wait_spec(self.timeout_s)
+        self.link.wait_spec(self.timeout_s)
         if self.link.gone(min(self.timeout_s, GONE_GRACE_S)):
             raise SimUnavailable(self.link.gone_message())
         return self.link.spec
