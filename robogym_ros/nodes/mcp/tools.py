@@ -74,6 +74,7 @@ class SimTools:
             raise ValueError(f"timeout_s must be > 0, got {timeout_s!r}")
         self.link, self.timeout_s, self.ground_truth = link, float(timeout_s), ground_truth
         self.last_refusal = ""  # this server's, which never reaches the sim's diagnostics
+        self._observed_instance = None  # the sim instance of this server's last observation
         self.poses_missed = 0  # running observations whose tick's object poses never came (a later tick was taken)
 
     def _refuse(self, reason: str) -> Refused:
@@ -248,6 +249,12 @@ class SimTools:
             "newest_tick": self._tick(obs.newest_stamp_ns, spec),
         }
         notes = []
+        data["sim_instance"] = spec.instance
+        if self._observed_instance not in (None, spec.instance):  # the tick count started over
+            data["new_sim"] = True
+            notes.append(f"a new sim (instance {spec.instance}) since this server's last observation (instance "
+                         f"{self._observed_instance}): its ticks count from its own start")
+        self._observed_instance = spec.instance
         if obs.frames is not None and obs.newest_stamp_ns > obs.stamp_ns:
             notes.append(f"the sim's newest tick is {data['newest_tick']}; its cameras last rendered tick {tick}, "
                          "so joints and images are both of that tick")

@@ -46,6 +46,11 @@ async def picked_up(agent, before: dict | None) -> dict:
     assert not is_error and (before is None or spec["sim_instance"] != before["sim_instance"]), spec
     data, images = await agent.ok("observe")
     assert len(images) == 3 and len(data["joints"]) == 12
+    assert data["sim_instance"] == spec["sim_instance"]
+    if before is not None:  # the first observation of a sim that came after another says so
+        assert data.get("new_sim") is True and any("a new sim" in n for n in data["notes"]), data
+        again, _ = await agent.ok("observe")
+        assert "new_sim" not in again, again
     return spec
 
 
