@@ -16,6 +16,31 @@ def png(frame: Frame) -> bytes:
     return data.tobytes()
 
 
+IMAGE_FORMATS = {"png": "image/png", "jpeg": "image/jpeg"}
+
+
+def for_agent(frame: Frame, image_format: str = "png", width_px: int | None = None,
+              quality: int = 85) -> tuple[bytes, str, int, int]:
+    """The frame as an agent asked for it: PNG (lossless) or JPEG, at its own size or scaled to
+    ``width_px`` (the aspect kept; area averaging). Returns (payload, MIME type, width, height)."""
+    if image_format not in IMAGE_FORMATS:
+        raise ValueError(f"image_format must be one of {sorted(IMAGE_FORMATS)}, got {image_format!r}")
+    if width_px is None or width_px == frame.width:
+        if image_format == "png":
+            return png(frame), IMAGE_FORMATS["png"], frame.width, frame.height
+        bgr = np.ascontiguousarray(frame.rgb()[..., ::-1])
+    else:
+        height_px = max(1, round(frame.height * width_px / frame.width))
+        bgr = cv2.resize(np.ascontiguousarray(frame.rgb()[..., ::-1]), (width_px, height_px),
+                         interpolation=cv2.INTER_AREA if width_px < frame.width else cv2.INTER_LINEAR)
+    ok, data = cv2.imencode(".png" if image_format == "png" else ".jpg", bgr,
+                            [cv2.IMWRITE_PNG_COMPRESSION, 1] if image_format == "png"
+                            else [cv2.IMWRITE_JPEG_QUALITY, int(quality)])
+    if not ok:
+        raise ValueError(f"{frame.camera}: {image_format} encoding failed")
+    return data.tobytes(), IMAGE_FORMATS[image_format], bgr.shape[1], bgr.shape[0]
+
+
 def side_by_side(frame_set: FrameSet) -> np.ndarray:
     """Every camera's image of one tick in a row, as BGR (OpenCV's order), top-aligned on black
     where heights differ."""

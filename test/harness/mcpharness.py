@@ -113,9 +113,10 @@ class Agent:
             data = text
         images = []
         for block in result.content[1:]:
-            assert block.type == "image" and block.mime_type == "image/png", block
-            png = np.frombuffer(base64.b64decode(block.data), np.uint8)
-            images.append(cv2.imdecode(png, cv2.IMREAD_COLOR)[..., ::-1])
+            assert block.type == "image" and block.mime_type in ("image/png", "image/jpeg"), block
+            payload = np.frombuffer(base64.b64decode(block.data), np.uint8)
+            images.append(cv2.imdecode(payload, cv2.IMREAD_COLOR)[..., ::-1])
+        self.mime_types = [b.mime_type for b in result.content[1:]]
         return bool(result.is_error), data, images, took
 
     async def ok(self, name: str, **arguments):

@@ -8,7 +8,7 @@ from __future__ import annotations
 import base64
 import json
 import math
-from typing import Callable
+from typing import Callable, Literal
 
 from mcp.server.mcpserver import MCPServer
 from mcp.types import CallToolResult, ImageContent, TextContent, ToolAnnotations
@@ -51,8 +51,8 @@ def result(call: Callable[[], Answer]) -> CallToolResult:
         return CallToolResult(content=[TextContent(text=str(exc))], is_error=True)
     data = json_safe(answer.data)
     content = [TextContent(text=json.dumps(data))]
-    content += [ImageContent(data=base64.b64encode(image).decode(), mime_type="image/png")
-                for _, image in answer.images]
+    content += [ImageContent(data=base64.b64encode(image).decode(), mime_type=mime)
+                for _, image, mime in answer.images]
     return CallToolResult(content=content, structured_content=data)
 
 
@@ -74,9 +74,16 @@ def build_server(tools: SimTools) -> MCPServer:
         "at hand. object_poses adds ground-truth block and tray poses (x y z qw qx qy qz, world) where the server "
         "was started with --ground-truth. grippers: each grasp point's world position (m), closing yaw, jaw angle, "
         "by forward kinematics of the measured joints. task (--ground-truth only): the env's success and stage "
-        f"(none, reach, grasp, lift, handover, release, place) of that tick. {timeout}."))
-    def observe(images: StrictBool = True, object_poses: StrictBool = False) -> CallToolResult:
-        return result(lambda: skills.observe(images=images, object_poses=object_poses))
+        "(none, reach, grasp, lift, handover, release, place) of that tick. cameras: only these cameras' images; "
+        "image_format png (lossless, default) or jpeg; image_width_px: scaled to this width (aspect kept); each "
+        "data.images entry says what its payload is (returned: mime_type, width, height, bytes). latest: the newest "
+        f"observation at hand at once, not the next tick. {timeout}."))
+    def observe(images: StrictBool = True, object_poses: StrictBool = False, cameras: list[str] | None = None,
+                image_format: Literal["png", "jpeg"] = "png", image_width_px: StrictInt | None = None,
+                latest: StrictBool = False) -> CallToolResult:
+        return result(lambda: skills.observe(images=images, object_poses=object_poses, cameras=cameras,
+                                             image_format=image_format, image_width_px=image_width_px,
+                                             latest=latest))
 
     @server.tool(name="act", annotations=ACTS, description=(
         "Set servo position targets by joint name, e.g. {\"left_shoulder_lift\": -0.75, \"left_gripper\": 1.2} (rad). "

@@ -53,11 +53,12 @@ class SkillTools:
         self.feedback = TaskFeedback(model_path)
 
     # --- observe and status with task feedback ------------------------------------------------
-    def observe(self, images: bool = True, object_poses: bool = False) -> Answer:
+    def observe(self, images: bool = True, object_poses: bool = False, **picture) -> Answer:
         """``SimTools.observe`` plus the grippers' poses (FK of the measured joints) and, with ground
-        truth, the env's success and stage of that tick (object poses only where asked for)."""
+        truth, the env's success and stage of that tick (object poses only where asked for).
+        ``picture``: SimTools.observe's cameras, image_format, image_width_px and latest."""
         gt = self.tools.ground_truth
-        answer = self.tools.observe(images=images, object_poses=object_poses or gt)
+        answer = self.tools.observe(images=images, object_poses=object_poses or gt, **picture)
         data = answer.data
         data["grippers"] = self.feedback.grippers(data["joints"])
         if gt:

@@ -19,7 +19,7 @@ from trajectory_msgs.msg import JointTrajectoryPoint
 from robogym_ros import contract, params
 from robogym_ros.camera.clock import frame_tick
 from robogym_ros.contract import NS_PER_S, RunAnswer, Spec
-from robogym_ros.live.images import png
+from robogym_ros.live.images import IMAGE_FORMATS, for_agent
 from robogym_ros.live.observation import Observation
 from robogym_ros.ros.sim_client import GONE_GRACE_S, SimLink, SimUnavailable
 from robogym_ros.sim.commands import CommandRejected, validate_command, validate_trajectory
@@ -29,6 +29,7 @@ MAX_STEP_TICKS = 1000
 STATE_WAIT_S = 1.0  # after a service answered: how long to wait for its run state to arrive
 POSES_WAIT_S = 1.0  # running: how long an observation waits for its tick's object poses before taking a later tick
 MAX_MOVE_S = 60.0
+MIN_IMAGE_WIDTH_PX = 16
 TASK = ("Two SO-101 arms behind a table, a red block and a red tray. Each object starts where only the arm "
         "next to it can reach, so the block must be handed from one arm to the other and laid in the tray.")
 SUCCESS = SUCCESS_TEXT + " (the Gymnasium env's is_success, robogym_ros/task/placement.py)"
@@ -43,7 +44,7 @@ class Answer:
     """A tool's answer: JSON data, and the images it names in ``data["images"]``."""
 
     data: dict
-    images: list[tuple[str, bytes]] = field(default_factory=list)  # (camera, PNG), in data["images"] order
+    images: list[tuple[str, bytes, str]] = field(default_factory=list)  # (camera, payload, MIME type), in order
 
 
 def _answer_data(answer: RunAnswer) -> dict:
@@ -114,16 +115,20 @@ class SimTools:
         })
 
     # --- observe ----------------------------------------------------------------------------
-    def observe(self, images: bool = True, object_poses: bool = False) -> Answer:
+    def observe(self, images: bool = True, object_poses: bool = False, *, cameras=None, image_format: str = "png",
+                image_width_px: int | None = None, latest: bool = False) -> Answer:
         started = time.monotonic()
         if object_poses and not self.ground_truth:
             raise self._refuse("refused: this server gives no ground truth (object poses); its operator can start "
                                "it with --ground-truth. Find the block and the tray in the images")
         spec = self._spec()
+        picture = self._picture_options(spec, cameras, image_format, image_width_px)
         buf = self.link.buffer
         with_images = bool(images) and bool(spec.cameras)
         seq = buf.seq(images=with_images)
-        obs = None
+        # latest: the newest complete observation at hand, without waiting for one after this call
+        obs = buf.newest(images=with_images, objects=object_poses) if latest else None
+        state = self.link.run_state
         while obs is None:  # running: a tick that came after this call; paused: the newest at hand
             state = self.link.run_state
             if state is not None and state.paused:
@@ -151,7 +156,24 @@ class SimTools:
         if object_poses and obs.object_poses is None:  # paused: the poses of the sim's last tick, on their way
             self._poses_came(obs, started, self.timeout_s)
             obs = replace(obs, object_poses=buf.objects_at(obs.stamp_ns))
-        return self._observation(spec, obs, object_poses, state)
+        return self._observation(spec, obs, object_poses, state, picture)
+
+    def _picture_options(self, spec: Spec, cameras, image_format: str, width_px) -> tuple:
+        """(cameras wanted, format, width) checked against the sim's cameras; refused, naming the
+        argument, otherwise."""
+        names = [c.name for c in spec.cameras]
+        if cameras is not None:
+            if not isinstance(cameras, (list, tuple)) or not cameras or \
+                    any(not isinstance(c, str) or c not in names for c in cameras):
+                raise self._refuse(f"cameras must be a non-empty list of this sim's cameras {names}, got {cameras!r}")
+        if image_format not in IMAGE_FORMATS:
+            raise self._refuse(f"image_format must be one of {sorted(IMAGE_FORMATS)}, got {image_format!r}")
+        widest = max((c.width for c in spec.cameras), default=0)
+        if width_px is not None and (isinstance(width_px, bool) or not isinstance(width_px, int)
+                                     or not MIN_IMAGE_WIDTH_PX <= width_px <= widest):
+            raise self._refuse(f"image_width_px must be a whole number in {MIN_IMAGE_WIDTH_PX}..{widest} (the "
+                               f"cameras' width at most), got {width_px!r}")
+        return (None if cameras is None else tuple(cameras)), image_format, width_px
 
     def _poses_came(self, obs: Observation, started: float, within_s: float = POSES_WAIT_S) -> bool:
         """Wait (within ``within_s`` and the call's timeout) for the object poses of the observed
@@ -234,7 +256,8 @@ class SimTools:
                 + (f" (a frame comes every {period:g} s of sim time)" if with_images and period else "")
                 + ", resume it, or observe with images=false after a step")
 
-    def _observation(self, spec: Spec, obs: Observation, object_poses: bool, state) -> Answer:
+    def _observation(self, spec: Spec, obs: Observation, object_poses: bool, state,
+                     picture: tuple = (None, "png", None)) -> Answer:
         """``state``: the run state the observation was chosen by (its ``paused``)."""
         reset = self.link.last_reset
         tick = self._tick(obs.stamp_ns, spec)
@@ -245,7 +268,7 @@ class SimTools:
             "paused": None if state is None else state.paused,
             "joints": dict(zip(spec.joint_names, obs.joints.position.tolist())),
             "velocities": dict(zip(spec.joint_names, obs.joints.velocity.tolist())),
-            "images": [] if obs.frames is None else [f.meta() for f in obs.frames.frames],
+            "images": [],
             "newest_tick": self._tick(obs.newest_stamp_ns, spec),
         }
         notes = []
@@ -270,7 +293,15 @@ class SimTools:
                 data["object_poses"] = dict(zip(spec.objects, obs.object_poses.tolist()))
         if notes:
             data["notes"] = notes
-        images = [] if obs.frames is None else [(f.camera, png(f)) for f in obs.frames.frames]
+        wanted, image_format, width_px = picture
+        images = []
+        for frame in () if obs.frames is None else obs.frames.frames:
+            if wanted is None or frame.camera in wanted:
+                payload, mime, width, height = for_agent(frame, image_format, width_px)
+                # meta: the image as the sim published it (what the recorder's checks read); returned: this payload
+                data["images"].append({**frame.meta(), "returned": {"mime_type": mime, "width": width,
+                                                                    "height": height, "bytes": len(payload)}})
+                images.append((frame.camera, payload, mime))
         return Answer(data, images)
 
     # --- act and move -----------------------------------------------------------------------

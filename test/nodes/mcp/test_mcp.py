@@ -39,7 +39,7 @@ def check_observation(watcher: SimWatcher, spec: dict, data: dict, images: list)
     dt_ns = round(dt * 1e9)
     assert len(data["joints"]) == 12 and len(images) == 3 and len(data["images"]) == 3
     assert data["stamp_ns"] == data["tick"] * dt_ns
-    metas = [ImageMeta(**m) for m in data["images"]]
+    metas = [ImageMeta(**{k: v for k, v in m.items() if k != "returned"}) for m in data["images"]]
     result = checks.check_images(metas, dt_ns, joint_stamps_ns=[data["stamp_ns"]],
                                  expected_sizes={c["name"]: (c["width"], c["height"]) for c in spec["cameras"]})
     assert result.status == "pass", (result.summary, [f.message for f in result.findings])
@@ -308,3 +308,40 @@ def test_the_watcher_keeps_the_sims_skip_reports_and_keeps_watching(ros):
     finally:
         watcher.close()
         node.destroy_node()
+
+
+def test_observe_a_camera_subset_as_scaled_jpeg_the_latest_at_once_and_bad_options_refused(make_sim):
+    """cameras, image_format, image_width_px and latest: the images asked for, of the observed
+    tick (the JPEG is the published image scaled, within JPEG's loss), each entry saying what
+    its payload is; options that cannot be met refused, naming the argument."""
+    import cv2
+    import numpy as np
+    _sim, watcher = make_sim(SimWatcher)
+
+    async def scenario():
+        async with stdio_agent(watcher.namespace, *TIMEOUT) as agent:
+            spec, _ = await agent.ok("spec")
+            data, _ = await agent.ok("observe", latest=True)  # running: the newest at hand, of one tick
+            assert len(data["images"]) == 3 and {m["stamp_ns"] for m in data["images"]} == {data["stamp_ns"]}
+            await agent.ok("pause")
+            await agent.ok("step", ticks=10)
+            full, images = await agent.ok("observe")
+            check_observation(watcher, spec, full, images)  # PNG: the published pixels, bit for bit
+            assert agent.mime_types == ["image/png"] * 3
+            small, jpegs = await agent.ok("observe", cameras=["overhead"], image_format="jpeg", image_width_px=160)
+            assert small["tick"] == full["tick"] and agent.mime_types == ["image/jpeg"]
+            assert [m["camera"] for m in small["images"]] == ["overhead"] and len(jpegs) == 1
+            assert small["images"][0]["returned"] | {"bytes": 0} == {"mime_type": "image/jpeg", "width": 160,
+                                                                     "height": 120, "bytes": 0}
+            assert jpegs[0].shape == (120, 160, 3)
+            overhead = images[[m["camera"] for m in full["images"]].index("overhead")]
+            scaled = cv2.resize(overhead, (160, 120), interpolation=cv2.INTER_AREA).astype(np.int16)
+            assert np.abs(jpegs[0].astype(np.int16) - scaled).mean() < 6.0
+            assert np.abs(jpegs[0].astype(np.int16) - np.roll(scaled, 20, axis=1)).mean() > 6.0  # the check's control
+            for arguments, words in (({"cameras": ["nope"]}, "cameras must be a non-empty list of this sim's cameras"),
+                                     ({"cameras": []}, "cameras must be a non-empty list"),
+                                     ({"image_width_px": 5}, "image_width_px must be a whole number in 16..320"),
+                                     ({"image_format": "gif"}, "image_format")):
+                is_error, text, _, _ = await agent.call("observe", **arguments)
+                assert is_error and words in text, (arguments, text)
+    run_async(scenario)
