@@ -41,7 +41,7 @@ RELAY_M = (0.10, 0.0)  # where the picking arm sets the block down: 0.22 m from 
 LIFTS_M = (0.07, 0.055, 0.04, 0.03)  # how far above its grasp a carried block travels: the highest in reach
 READY_M = RETREAT_M = {"left": [0.14, 0.20, 0.09], "right": [0.14, -0.20, 0.09]}  # out of the other arm's way
 JAW_CLEARANCE_M = 0.003  # the fixed jaw's way down, this far off the block's face
-OPEN_RAD, SETTLE_S, MAX_SETTLE_S = "open", 0.5, 4.0
+OPEN, SETTLE_S, MAX_SETTLE_S = "open", 0.5, 4.0
 SIM_START_S = 60.0
 
 
@@ -69,6 +69,7 @@ class Agent:
     def __init__(self, session, lockstep: bool, think_s: float, log, verbose: bool = False):
         self.session, self.lockstep, self.think_s, self.log = session, lockstep, think_s, log
         self.verbose = verbose  # the block's pose after every move (one more observe each)
+        self.control_dt_s = 0.01  # the sim's, from its spec once it is found
         self.calls = 0
 
     async def call(self, name: str, **arguments) -> dict:
@@ -138,11 +139,11 @@ class Agent:
 
     async def settle(self, seconds: float) -> None:
         if self.lockstep:
-            await self.call("step", ticks=max(1, round(seconds / 0.01)))
+            await self.call("step", ticks=max(1, round(seconds / self.control_dt_s)))
         else:
             await asyncio.sleep(seconds)
 
-    async def pick_and_set_down(self, arm: str, block_pose, at_xy, on_z_m: float, retreat=True) -> None:
+    async def pick_and_set_down(self, arm: str, block_pose, at_xy, on_z_m: float) -> None:
         """Grasp the block from above, lift it, carry it over ``at_xy`` and set it down there with
         its grasp point ``on_z_m`` above the surface it rests on, open, back away."""
         site, yaw = block_grasp(block_pose)
@@ -151,14 +152,14 @@ class Agent:
         await self.decide()
         # Up out of the folded rest first: a joint-space move from it to over the block sweeps
         # the jaws through where the block stands.
-        await self.move(arm, READY_M[arm], yaw, OPEN_RAD, 1.0, think=False)
-        done = await self.move_above(arm, site[:2], site[2], yaw, OPEN_RAD, 1.0)
+        await self.move(arm, READY_M[arm], yaw, OPEN, 1.0, think=False)
+        done = await self.move_above(arm, site[:2], site[2], yaw, OPEN, 1.0)
         yaw = done["yaw_rad"]
         # The fixed jaw comes down a little off the block's face (the moving one closes it up),
         # and the last few cm straight down in two moves: one long joint-space move sweeps sideways.
         site = [site[0] + JAW_CLEARANCE_M * math.cos(yaw), site[1] + JAW_CLEARANCE_M * math.sin(yaw), site[2]]
-        await self.move(arm, [site[0], site[1], site[2] + 0.02], yaw, OPEN_RAD, 0.6, think=False)
-        await self.move(arm, site, yaw, OPEN_RAD, 0.6, think=False)
+        await self.move(arm, [site[0], site[1], site[2] + 0.02], yaw, OPEN, 0.6, think=False)
+        await self.move(arm, site, yaw, OPEN, 0.6, think=False)
         closed = await self.grip(arm, "close")
         if closed["outcome"] == "reached":  # shut: nothing between the jaws
             raise Failed(f"{arm} closed on nothing: the block was not between its jaws ({closed})")
@@ -168,11 +169,10 @@ class Agent:
         await self.decide()
         yaw = (await self.move_above(arm, at_xy, on_z_m + lift, yaw, None, 1.5, any_yaw=True))["yaw_rad"]
         await self.move(arm, [at_xy[0], at_xy[1], on_z_m + lift + 0.008], yaw, None, 1.0, think=False)
-        await self.grip(arm, OPEN_RAD, 0.4)
+        await self.grip(arm, OPEN, 0.4)
         await self.decide()
         await self.move_above(arm, at_xy, on_z_m + lift, yaw, None, 0.8)
-        if retreat:
-            await self.move(arm, RETREAT_M[arm], 0.0, None, 1.0)
+        await self.move(arm, RETREAT_M[arm], 0.0, None, 1.0)
 
     async def resting_block(self) -> tuple[list[float], list[float]]:
         """The block's and the tray's poses once the block is still (its released fall and bounce)."""
@@ -253,7 +253,7 @@ async def run(args) -> int:
                     deadline = time.monotonic() + SIM_START_S
                     while True:  # a sim just started: its spec comes once discovery matched
                         try:
-                            await agent.call("spec")
+                            agent.control_dt_s = (await agent.call("spec"))["control_dt_s"]
                             break
                         except Failed:
                             if time.monotonic() > deadline:

@@ -10,9 +10,13 @@ from robogym_ros.live.frames import Frame, FrameSet
 
 def png(frame: Frame) -> bytes:
     """The frame as PNG, lossless (compression 1: fast, the size matters little here)."""
-    ok, data = cv2.imencode(".png", np.ascontiguousarray(frame.rgb()[..., ::-1]), [cv2.IMWRITE_PNG_COMPRESSION, 1])
+    return _png_bgr(np.ascontiguousarray(frame.rgb()[..., ::-1]), frame.camera)
+
+
+def _png_bgr(bgr: np.ndarray, what: str = "image") -> bytes:
+    ok, data = cv2.imencode(".png", bgr, [cv2.IMWRITE_PNG_COMPRESSION, 1])
     if not ok:
-        raise ValueError(f"{frame.camera}: PNG encoding failed")
+        raise ValueError(f"{what}: PNG encoding failed")
     return data.tobytes()
 
 
@@ -25,20 +29,13 @@ def for_agent(frame: Frame, image_format: str = "png", width_px: int | None = No
     ``width_px`` (the aspect kept; area averaging). Returns (payload, MIME type, width, height)."""
     if image_format not in IMAGE_FORMATS:
         raise ValueError(f"image_format must be one of {sorted(IMAGE_FORMATS)}, got {image_format!r}")
-    if width_px is None or width_px == frame.width:
-        if image_format == "png":
-            return png(frame), IMAGE_FORMATS["png"], frame.width, frame.height
-        bgr = np.ascontiguousarray(frame.rgb()[..., ::-1])
-    else:
+    bgr = np.ascontiguousarray(frame.rgb()[..., ::-1])
+    if width_px is not None and width_px != frame.width:
         height_px = max(1, round(frame.height * width_px / frame.width))
-        bgr = cv2.resize(np.ascontiguousarray(frame.rgb()[..., ::-1]), (width_px, height_px),
+        bgr = cv2.resize(bgr, (width_px, height_px),
                          interpolation=cv2.INTER_AREA if width_px < frame.width else cv2.INTER_LINEAR)
-    ok, data = cv2.imencode(".png" if image_format == "png" else ".jpg", bgr,
-                            [cv2.IMWRITE_PNG_COMPRESSION, 1] if image_format == "png"
-                            else [cv2.IMWRITE_JPEG_QUALITY, int(quality)])
-    if not ok:
-        raise ValueError(f"{frame.camera}: {image_format} encoding failed")
-    return data.tobytes(), IMAGE_FORMATS[image_format], bgr.shape[1], bgr.shape[0]
+    payload = _png_bgr(bgr, frame.camera) if image_format == "png" else jpeg(bgr, quality)
+    return payload, IMAGE_FORMATS[image_format], bgr.shape[1], bgr.shape[0]
 
 
 def side_by_side(frame_set: FrameSet) -> np.ndarray:

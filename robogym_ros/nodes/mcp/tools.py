@@ -153,9 +153,9 @@ class SimTools:
                 if object_poses and obs.object_poses is None and not self._poses_came(obs, started):
                     # Running, a newer tick comes anyway: take that one (said once in the log).
                     seq, obs = buf.seq(images=with_images), None
-        if object_poses and obs.object_poses is None:  # paused: the poses of the sim's last tick, on their way
-            self._poses_came(obs, started, self.timeout_s)
-            obs = replace(obs, object_poses=buf.objects_at(obs.stamp_ns))
+        if object_poses and obs.object_poses is None:  # paused (or latest): that tick's poses, on their way
+            if buf.wait_objects(obs.stamp_ns, max(self.timeout_s - (time.monotonic() - started), 0.0)):
+                obs = replace(obs, object_poses=buf.objects_at(obs.stamp_ns))
         return self._observation(spec, obs, object_poses, state, picture)
 
     def _picture_options(self, spec: Spec, cameras, image_format: str, width_px) -> tuple:
@@ -175,10 +175,10 @@ class SimTools:
                                f"cameras' width at most), got {width_px!r}")
         return (None if cameras is None else tuple(cameras)), image_format, width_px
 
-    def _poses_came(self, obs: Observation, started: float, within_s: float = POSES_WAIT_S) -> bool:
-        """Wait (within ``within_s`` and the call's timeout) for the object poses of the observed
-        tick, which travel on a topic of their own a little after its joints."""
-        left = min(within_s, self.timeout_s - (time.monotonic() - started))
+    def _poses_came(self, obs: Observation, started: float) -> bool:
+        """Running: wait (POSES_WAIT_S at most, within the call's timeout) for the object poses of
+        the observed tick, which travel on a topic of their own a little after its joints."""
+        left = min(POSES_WAIT_S, self.timeout_s - (time.monotonic() - started))
         if self.link.buffer.wait_objects(obs.stamp_ns, max(left, 0.0)):
             return True
         self.poses_missed += 1
