@@ -391,5 +391,3 @@ class SimClient:
         point.time_from_start.sec, point.time_from_start.nanosec = sec, nanosec
         self._trajectories.publish(JointTrajectory(joint_names=list(targets), points=[point]))
 
-
-SimLink = SimClient  # the name MCP tools written against the earlier client still use

@@ -84,7 +84,7 @@ class Description:
     decimation: int
     pid: int
     modules: tuple[str, ...]  # what the process has imported (the import-tier tests read it)
-    scheduling: str
+    scheduling: str  # the physics thread's policy at start; configure returns a later one
 
 
 class RealTimeLoop:
@@ -305,9 +305,7 @@ class RealTimeLoop:
         Where they are then, not where the node last saw them: the node's latest tick is a tick or
         two behind a moving arm, and a hold there pulled the arm back by that much.
         """
-        unknown = [n for n in names if n not in self.physics.joint_names]
-        if unknown:
-            raise KeyError(f"unknown joints {unknown}")
+        self.physics.actuators(names)  # a name this model lacks raises here, not at the tick
         self._holds.update(names)
         return None if self.paused else self.physics.tick_index + (2 if self._sub else 1)
 
@@ -320,8 +318,9 @@ class RealTimeLoop:
                        for j, q in zip(p.joints, p.q) if j.name in self._holds})
         self._holds.clear()
 
-    def configure(self, *, real_time_factor: float | None = None, max_lag_s: float | None = None) -> None:
-        """Change the pace while running; the schedule restarts from now."""
+    def configure(self, *, real_time_factor: float | None = None, max_lag_s: float | None = None) -> str:
+        """Change the pace while running; the schedule restarts from now. Returns the physics
+        thread's scheduling policy now (real time for real_time_factor > 0, when allowed)."""
         changes = {k: v for k, v in (("real_time_factor", real_time_factor), ("max_lag_s", max_lag_s))
                    if v is not None}
         was_real_time = self.config.real_time_factor > 0
@@ -329,6 +328,7 @@ class RealTimeLoop:
         if (self.config.real_time_factor > 0) != was_real_time:
             self.scheduling = set_priority(self.config.real_time_factor > 0)
         self._rebase()
+        return self.scheduling
 
     def set_tick_limit(self, tick_index: int | None) -> None:
         """Physics completes ticks up to ``tick_index`` on its own, then waits (None: no limit)."""

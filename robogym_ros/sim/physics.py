@@ -128,7 +128,7 @@ class Physics:
         self.seed = int(seed)
         self.scene = -1
         # Target changes for the next tick, in arrival order: ("targets", {actuator: value}) or
-        # ("trajectory", TrajectoryCommand); order decides which of the two wins a joint.
+        # ("trajectory", (TrajectoryCommand, its actuators)); order decides which of the two wins a joint.
         self._pending: list[tuple[str, object]] = []
         self._followers = FollowerSet()  # the running trajectories: the topic's, each arm controller's
         self.tick_index = 0  # control ticks since start; never reset
@@ -185,13 +185,18 @@ class Physics:
         self.tick_index += 1
         return draw
 
-    def set_targets(self, targets: dict[str, float]) -> None:
-        """Queue position targets; they take effect at the start of the next control tick."""
-        unknown = [n for n in targets if n not in self._actuator_of]
+    def actuators(self, names) -> np.ndarray:
+        """The actuators of these joints: the one name lookup every command into physics makes
+        (the node validated the message already; a name this model lacks raises, changing nothing)."""
+        unknown = [n for n in names if n not in self._actuator_of]
         if unknown:
             raise KeyError(f"unknown joints {unknown}")
-        self._pending.append(("targets", {self._actuator_of[name]: float(value)
-                                          for name, value in targets.items()}))
+        return np.array([self._actuator_of[n] for n in names], dtype=np.int64)
+
+    def set_targets(self, targets: dict[str, float]) -> None:
+        """Queue position targets; they take effect at the start of the next control tick."""
+        actuators = self.actuators(targets)
+        self._pending.append(("targets", dict(zip(actuators.tolist(), map(float, targets.values())))))
 
     # --- joint trajectories (robogym_ros.sim.trajectory_follower) --------------------------
     def set_trajectory(self, command: TrajectoryCommand) -> None:
@@ -200,13 +205,9 @@ class Physics:
 
         Its joints' later position targets (set_targets) end it for those joints only.
         """
-        unknown = [n for n in command.joint_names if n not in self._actuator_of]
-        if unknown:
-            raise KeyError(f"unknown joints {unknown}")
-        self._pending.append(("trajectory", command))
+        self._pending.append(("trajectory", (command, self.actuators(command.joint_names))))
 
-    def _take_trajectory(self, command: TrajectoryCommand, tick_start_ns: int) -> None:
-        actuators = np.array([self._actuator_of[n] for n in command.joint_names], dtype=np.int64)
+    def _take_trajectory(self, command: TrajectoryCommand, actuators: np.ndarray, tick_start_ns: int) -> None:
         self._followers.take(command, actuators, tick_start_ns, self.data.ctrl[actuators])
 
     def _follow_trajectory(self, tick_start_ns: int) -> None:
@@ -232,7 +233,7 @@ class Physics:
         tick_start_ns = self.tick_index * self.control_dt_ns
         for kind, value in self._pending:
             if kind == "trajectory":
-                self._take_trajectory(value, tick_start_ns)
+                self._take_trajectory(*value, tick_start_ns)
                 continue
             for a, target in value.items():
                 self.data.ctrl[a] = target

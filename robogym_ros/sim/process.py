@@ -106,8 +106,9 @@ class SimProcess:
         """Physics completes ticks up to ``tick_index`` on its own, then waits (None: no limit)."""
         self._send("set_tick_limit", tick_index)
 
-    def configure(self, *, real_time_factor: float | None = None, max_lag_s: float | None = None) -> None:
-        self._call("configure", real_time_factor=real_time_factor, max_lag_s=max_lag_s)
+    def configure(self, *, real_time_factor: float | None = None, max_lag_s: float | None = None) -> str:
+        """Returns the physics thread's scheduling policy now."""
+        return self._call("configure", real_time_factor=real_time_factor, max_lag_s=max_lag_s)
 
     def status(self) -> Status:
         return self._call("status")

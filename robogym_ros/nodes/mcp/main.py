@@ -81,7 +81,7 @@ def main(argv: list[str] | None = None) -> int:
 
     from robogym_ros.nodes.mcp.server import build_server
     from robogym_ros.nodes.mcp.tools import SimTools
-    from robogym_ros.ros.sim_client import SimLink
+    from robogym_ros.ros.sim_client import SimClient
 
     def stop(_signum, _frame):  # SIGTERM ends the server as Ctrl-C does (once): the finally below runs
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
@@ -93,7 +93,7 @@ def main(argv: list[str] | None = None) -> int:
     stopping = threading.Event()
     try:
         node = rclpy.create_node(f"robogym_mcp_{os.getpid()}", namespace=args.namespace or "")
-        link = SimLink(node, joints=True, objects=args.ground_truth)
+        link = SimClient(node, joints=True, objects=args.ground_truth)
         executor = SingleThreadedExecutor()
         executor.add_node(node)
 

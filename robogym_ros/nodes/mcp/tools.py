@@ -1,4 +1,4 @@
-"""What each robogym_mcp tool does, on a SimLink, independent of MCP: an :class:`Answer` (JSON
+"""What each robogym_mcp tool does, on a SimClient, independent of MCP: an :class:`Answer` (JSON
 data and PNG images) or an exception whose message is the whole story: :class:`Refused` (the
 call was wrong, nothing was sent or changed) or SimUnavailable (the sim did not answer within
 the server's timeout; the message names what was waited for).
@@ -21,7 +21,7 @@ from robogym_ros.camera.clock import frame_tick
 from robogym_ros.contract import NS_PER_S, RunAnswer, Spec
 from robogym_ros.live.images import IMAGE_FORMATS, for_agent
 from robogym_ros.live.observation import Observation
-from robogym_ros.ros.sim_client import GONE_GRACE_S, SimLink, SimUnavailable
+from robogym_ros.ros.sim_client import GONE_GRACE_S, SimClient, SimUnavailable
 from robogym_ros.sim.commands import CommandRejected, validate_command, validate_trajectory
 from robogym_ros.task.placement import SUCCESS_TEXT
 
@@ -68,7 +68,7 @@ def _number(text: str):
 class SimTools:
     """The tools of one server on one sim. Thread-safe as the link is; calls may overlap."""
 
-    def __init__(self, link: SimLink, timeout_s: float, *, ground_truth: bool = False):
+    def __init__(self, link: SimClient, timeout_s: float, *, ground_truth: bool = False):
         """``ground_truth``: observe may add the objects' true poses (the link must take them).
         robogym's agents see no object positions: they must find them in the images."""
         if not timeout_s > 0:

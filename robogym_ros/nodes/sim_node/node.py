@@ -12,7 +12,6 @@ from __future__ import annotations
 import os
 import sys
 import time
-from dataclasses import replace
 
 from sensor_msgs.msg import JointState
 from std_msgs.msg import String
@@ -62,20 +61,22 @@ class SimNode(StoppableNode):
                                              admit=self._admit_parameters)
         # listens for another sim's latched spec while this one is built (second_instance.py)
         second = None if p["allow_second_instance"] else SecondInstanceCheck(self)
-        self.config = LoopConfig(
+        config = LoopConfig(
             model_path=p["model"] or default_model_path(), physics_dt_s=p["physics_dt_s"],
             decimation=p["decimation"], seed=p["seed"], real_time_factor=p["real_time_factor"],
             # Always paused until this node can take ticks: GL set-up takes ~1 s on llvmpipe,
             # and a running physics process would stall on the full tick pipe meanwhile.
             start_paused=True, max_lag_s=p["max_lag_s"])
-        self.sim = SimProcess(self.config)
+        self.sim = SimProcess(config)
+        self.model_path = config.model_path
         self.instance = f"{os.getpid()}-{time.time_ns()}"
-        self.description = self.sim.describe()
+        self.description = self.sim.describe()  # fixed for the process's life
+        self.physics_scheduling = self.description.scheduling  # a pace change may change it
         self.ranges = {j.name: (j.lower, j.upper) for j in self.description.joints}
-        self.ticks = TickPublisher(self, self.sim, [j.name for j in self.description.joints], self.config.model_path)
-        self.frames = DescriptionPublisher(self, self.config.model_path, self.description.objects)
+        self.ticks = TickPublisher(self, self.sim, [j.name for j in self.description.joints], self.model_path)
+        self.frames = DescriptionPublisher(self, self.model_path, self.description.objects)
         # FollowJointTrajectory servers where control_msgs is; commands reach physics through them
-        self.controllers = ArmControllers(self, self.sim, self.description.joints, self.config.model_path)
+        self.controllers = ArmControllers(self, self.sim, self.description.joints, self.model_path)
         # one stamp check for both command inputs: joint_commands warn, trajectories are refused
         self.clock = SimClockCheck(self, self._physics_now_ns, self.commands)
         self.trajectories = TrajectorySubscriber(  # "now" for a trajectory stamped 0: physics time
@@ -87,7 +88,7 @@ class SimNode(StoppableNode):
         self.run_control = RunControl(self, self.run_states, self.step_results, dt_ns)
         self.step_requests = StepRequests(self, self.sim, self.run_states, self.step_results, dt_ns, self.ranges)
         self.sim_api = SimulationInterfaces(self, self.sim, self.run_states,  # the standard API
-                                            self.config.model_path, dt_ns)
+                                            self.model_path, dt_ns)
         if second is not None:
             second.refuse_if_found()
         self.pub_spec = self.create_publisher(String, "~/spec", SPEC_QOS)  # = contract.SPEC_TOPIC
@@ -99,17 +100,17 @@ class SimNode(StoppableNode):
             lens = Lens(p["camera_width_px"], p["camera_height_px"], fisheye=p["camera_fisheye"],
                         source_scale=p["camera_source_scale"])
             self.cameras = start_cameras(
-                self, self.config.model_path, list(p["cameras"]), lens, p["camera_period_s"],
+                self, self.model_path, list(p["cameras"]), lens, p["camera_period_s"],
                 control_dt_ns=self.description.control_dt_ns, hold_physics=self.sim.set_tick_limit,
-                every_frame=self.config.real_time_factor == 0)
+                every_frame=p["real_time_factor"] == 0)
         self._publish_spec()
         self.ticks.start(self._on_tick, self._on_physics_death)
         with self.run_states.own("the sim's start") as run:
             run.start(p["start_paused"], p["seed"])  # scene 0 of the seed's sequence (Physics.scene)
         self.get_logger().info(
-            f"{len(self.ranges)} joints, physics dt {self.config.physics_dt_s * 1e3:g} ms, control dt "
+            f"{len(self.ranges)} joints, physics dt {config.physics_dt_s * 1e3:g} ms, control dt "
             f"{self.description.control_dt_ns * 1e-6:g} ms, real_time_factor "
-            f"{self.config.real_time_factor:g}{', paused' if p['start_paused'] else ''}")
+            f"{p['real_time_factor']:g}{', paused' if p['start_paused'] else ''}")
 
     def _on_spec_seen(self, msg: String) -> None:
         if self.exit_code is None and is_elder(msg.data, self.instance):
@@ -135,8 +136,9 @@ class SimNode(StoppableNode):
 
     def _publish_spec(self) -> None:
         cameras = self.cameras.spec() if self.cameras else ()
-        self.spec = build_spec(self, self.description, model_path=self.config.model_path,
-                               real_time_factor=self.config.real_time_factor, cameras=cameras,
+        self.spec = build_spec(self, self.description, model_path=self.model_path,
+                               real_time_factor=self.params["real_time_factor"],
+                               physics_scheduling=self.physics_scheduling, cameras=cameras,
                                camera_frames=self.cameras.mode if cameras else "", instance=self.instance,
                                extra_topics={**self.frames.spec_topics(self),
                                              "joint_trajectory": self.trajectories.spec_topic(),
@@ -179,18 +181,15 @@ class SimNode(StoppableNode):
                     if name == "seed":  # the next reset starts this seed's sequence
                         run.reseed(value)
                     else:
-                        run.configure(**{name: value})
+                        self.physics_scheduling = run.configure(**{name: value})
         except Busy as exc:
             raise ValueError(str(exc)) from None
 
     def _on_parameter(self, name: str, value) -> None:
         """A live parameter changed: its batch passed _check_parameter and _admit_parameters,
         and rclpy stored it."""
-        if name in ("real_time_factor", "max_lag_s"):
-            self.config = replace(self.config, **{name: value})
-            self.description = self.sim.describe()  # the scheduling may have changed
-            if name == "real_time_factor" and self.cameras is not None:
-                self.cameras.set_every_frame(value == 0)
+        if name == "real_time_factor" and self.cameras is not None:  # physics has it already
+            self.cameras.set_every_frame(value == 0)
         elif name == "camera_period_s":
             self.cameras.set_period(value)
         elif name == "diagnostics_period_s":

@@ -7,7 +7,7 @@ from robogym_ros.sim.loop import Description
 
 
 def build_spec(node, description: Description, *, model_path: str, real_time_factor: float,
-               cameras=(), camera_frames: str = "", instance: str = "",
+               physics_scheduling: str, cameras=(), camera_frames: str = "", instance: str = "",
                extra_topics: dict[str, TopicSpec] | None = None, extra: dict | None = None) -> Spec:
     period_s = description.control_dt_ns * 1e-9
 
@@ -42,7 +42,7 @@ def build_spec(node, description: Description, *, model_path: str, real_time_fac
         node=node.get_fully_qualified_name(),
         model=model_path,
         real_time_factor=real_time_factor,
-        physics_scheduling=description.scheduling,
+        physics_scheduling=physics_scheduling,
         camera_frames=camera_frames,
         instance=instance,
         extra=dict(extra or {}),

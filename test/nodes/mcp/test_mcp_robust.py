@@ -191,11 +191,11 @@ def test_a_running_observation_whose_ticks_poses_never_come_takes_a_later_tick_a
 
     from robogym_ros.contract import header_stamp_ns
     from robogym_ros.nodes.mcp.tools import SimTools
-    from robogym_ros.ros.sim_client import SimLink
+    from robogym_ros.ros.sim_client import SimClient
 
     _sim, watcher = make_sim(SimWatcher)
     node = rclpy.create_node("poses_probe", namespace=watcher.node.get_namespace())
-    link = SimLink(node, joints=True, objects=True, cameras=False)
+    link = SimClient(node, joints=True, objects=True, cameras=False)
     executor = SingleThreadedExecutor()
     executor.add_node(node)
     spinner = threading.Thread(target=executor.spin, daemon=True)

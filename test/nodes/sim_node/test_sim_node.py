@@ -20,6 +20,7 @@ from robogym_ros.ros.stamps import stamp_msg, stamp_ns
 from robogym_ros.sim.loop import LoopConfig
 from robogym_ros.sim.physics import Physics
 from robogym_ros.sim.process import SimProcess
+from robogym_ros.sim.trajectory_follower import TrajectoryCommand
 from robogym_ros.task.scene import default_model_path
 
 
@@ -56,6 +57,14 @@ def test_physics_process_errors_are_reraised_at_the_caller():
     try:
         with pytest.raises(KeyError, match="unknown joints"):
             sim.set_targets({"no_such_joint": 0.0}, wait=True)
+        # a hold or a trajectory of a joint the model lacks: refused at the call, not at the tick
+        with pytest.raises(KeyError, match=r"unknown joints \['no_such_joint'\]"):
+            sim.hold(["no_such_joint"], wait=True)
+        bad = TrajectoryCommand(("no_such_joint",), 0, np.array([0]), np.zeros((1, 1)), np.full((1, 1), np.nan),
+                                np.array([-1.0]), np.array([1.0]))
+        with pytest.raises(KeyError, match=r"unknown joints \['no_such_joint'\]"):
+            sim.set_trajectory(bad, wait=True)
+        assert sim.step(2) == 2  # and physics steps on
         with pytest.raises(RuntimeError, match="only allowed while paused"):
             sim.resume()
             sim.step()

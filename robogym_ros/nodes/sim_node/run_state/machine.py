@@ -215,10 +215,11 @@ class Owner:
         self._m.publish(draw["tick"], "reset", True, seed=draw["seed"], scene=draw["scene"])
         return draw
 
-    def configure(self, *, real_time_factor: float | None = None, max_lag_s: float | None = None) -> None:
-        """The pace of the run (no change of state: nothing published)."""
+    def configure(self, *, real_time_factor: float | None = None, max_lag_s: float | None = None) -> str:
+        """The pace of the run (no change of state: nothing published); returns the physics
+        thread's scheduling policy now."""
         self._check()
-        self._sim.configure(real_time_factor=real_time_factor, max_lag_s=max_lag_s)
+        return self._sim.configure(real_time_factor=real_time_factor, max_lag_s=max_lag_s)
 
     def reseed(self, seed: int) -> None:
         """The next reset starts ``seed``'s sequence (its scene 1); the running scene stays."""
