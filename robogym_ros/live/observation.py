@@ -26,6 +26,7 @@ class JointTick:
     stamp_ns: int
     position: np.ndarray
     velocity: np.ndarray
+    effort: np.ndarray  # N*m, the servo's load as its joint_states reports it; NaN where none was published
 
 
 @dataclass(frozen=True)
@@ -36,6 +37,7 @@ class Observation:
     joints: JointTick
     frames: FrameSet | None  # None: taken without images
     object_poses: np.ndarray | None  # (k, 7) ground truth of that tick, when asked for and at hand
+    targets: np.ndarray | None  # the servo targets in force during that tick (joint order), when at hand
     newest_stamp_ns: int  # the newest joint tick at hand when it was taken
 
 
@@ -48,6 +50,7 @@ class ObservationBuffer:
         self._cv = threading.Condition()
         self._joints: OrderedDict[int, JointTick] = OrderedDict()
         self._objects: OrderedDict[int, np.ndarray] = OrderedDict()
+        self._targets: OrderedDict[int, np.ndarray] = OrderedDict()
         self._sets = FrameSets(cameras) if cameras else None
         self._orders: dict[tuple[str, ...], np.ndarray | None] = {}
         self.joint_seq = 0  # joint ticks taken
@@ -79,19 +82,22 @@ class ObservationBuffer:
     def _clear(self) -> None:
         self._joints.clear()
         self._objects.clear()
+        self._targets.clear()
         if self._sets is not None:
             self._sets.clear()
         self._complete_stamp = -1
         self._cv.notify_all()
 
     # --- the ROS side -------------------------------------------------------------------------
-    def add_joints(self, stamp_ns: int, names: Sequence[str], position, velocity) -> None:
+    def add_joints(self, stamp_ns: int, names: Sequence[str], position, velocity, effort=()) -> None:
         order = self._order(tuple(names))
         if order is None:
             return  # names that are not this sim's joints: not a tick of it
-        tick = JointTick(int(stamp_ns), np.asarray(position, np.float64)[order],
-                         np.asarray(velocity, np.float64)[order] if len(velocity) == len(names)
-                         else np.full(len(order), np.nan))
+
+        def column(values) -> np.ndarray:  # a field the message leaves empty: NaN, not zeros
+            return (np.asarray(values, np.float64)[order] if len(values) == len(names)
+                    else np.full(len(order), np.nan))
+        tick = JointTick(int(stamp_ns), np.asarray(position, np.float64)[order], column(velocity), column(effort))
         with self._cv:
             if self._joints and tick.stamp_ns < next(reversed(self._joints)):
                 self.restarts += 1  # sim time never goes back: this is another sim
@@ -103,6 +109,29 @@ class ObservationBuffer:
             self.joint_arrival_s = time.monotonic()
             self._note_complete()
             self._cv.notify_all()
+
+    def add_targets(self, stamp_ns: int, names: Sequence[str], position) -> None:
+        """The servo targets in force during tick ``stamp_ns`` (the sim's ground_truth/joint_targets)."""
+        order = self._order(tuple(names))
+        if order is None:
+            return
+        with self._cv:
+            self._targets[int(stamp_ns)] = np.asarray(position, np.float64)[order]
+            while len(self._targets) > self._capacity:
+                self._targets.popitem(last=False)
+            self._cv.notify_all()
+
+    def targets_at(self, stamp_ns: int, timeout_s: float = 0.0) -> np.ndarray | None:
+        """The targets of tick ``stamp_ns``, waiting at most ``timeout_s`` for them (they are
+        published right after its joints, on a topic of their own); None if they did not come."""
+        deadline = time.monotonic() + timeout_s
+        with self._cv:
+            while int(stamp_ns) not in self._targets:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return None
+                self._cv.wait(left)
+            return self._targets[int(stamp_ns)]
 
     def add_objects(self, stamp_ns: int, poses: np.ndarray) -> None:
         with self._cv:
@@ -163,7 +192,7 @@ class ObservationBuffer:
             else:
                 stamp = newest_stamp
             poses = self._objects.get(stamp) if objects else None
-            return Observation(stamp, self._joints[stamp], frames, poses, newest_stamp)
+            return Observation(stamp, self._joints[stamp], frames, poses, self._targets.get(stamp), newest_stamp)
 
     def wait_objects(self, stamp_ns: int, timeout_s: float) -> bool:
         """Wait until the objects' poses of tick ``stamp_ns`` are at hand (they come on a topic of

@@ -66,7 +66,8 @@ class SimBusy(SimRefused):
 
 class SimClient:
     """The sim in the namespace of ``node``, as its public topics and services show it.
-    ``joints``, ``objects``, ``cameras``: which streams to take (the env takes its own)."""
+    ``joints`` (with their servo targets), ``objects``, ``cameras``: which streams to take (the env
+    takes its own)."""
 
     def __init__(self, node, *, joints: bool = True, objects: bool = False, cameras: bool = True,
                  on_frame_set: Callable[[FrameSet], None] | None = None,
@@ -96,6 +97,8 @@ class SimClient:
         node.create_subscription(Header, contract.CAMERA_SKIPS_TOPIC, self._on_skipped, STREAM_QOS)
         if joints:
             node.create_subscription(JointState, contract.JOINT_STATES, self._on_joints, TICKS_QOS, raw=True)
+            # the servos' goal positions, as a real servo reports its goal register (not ground truth of the scene)
+            node.create_subscription(JointState, contract.TRUTH_TARGETS, self._on_targets, TICKS_QOS, raw=True)
         if objects:
             node.create_subscription(PoseArray, contract.TRUTH_OBJECTS, self._on_objects, TICKS_QOS, raw=True)
         self._services = {name: node.create_client(Trigger, f"{contract.SIM_NODE}/{name}")
@@ -202,7 +205,15 @@ class SimClient:
         except CdrError as exc:
             self._bad("joint_states", exc)
             return
-        self.buffer.add_joints(js.stamp_ns, js.name, js.position, js.velocity)
+        self.buffer.add_joints(js.stamp_ns, js.name, js.position, js.velocity, js.effort)
+
+    def _on_targets(self, data: bytes) -> None:
+        try:
+            js = decode_joint_state(data)
+        except CdrError as exc:
+            self._bad("joint targets", exc)
+            return
+        self.buffer.add_targets(js.stamp_ns, js.name, js.position)
 
     def _on_objects(self, data: bytes) -> None:
         try:

@@ -84,6 +84,14 @@ def test_the_observation_joins_the_newest_frame_set_with_the_joints_of_that_very
     buf.add_joints(300, names, [1.0, 2.0, 3.0], [])
     assert buf.newest(images=True).stamp_ns == 300
     assert np.isnan(buf.newest(images=True).joints.velocity).all()  # none published: NaN, not zeros
+    assert np.isnan(buf.newest(images=True).joints.effort).all()
+    buf.add_joints(310, ["c", "a", "b"], [0.0, 0.0, 0.0], [], [3.5, 1.5, 2.5])
+    assert buf.newest(images=False).joints.effort.tolist() == [1.5, 2.5, 3.5]  # realigned by name
+    # the servo targets of a tick, on a topic of their own: joined by stamp, in the buffer's order
+    assert buf.newest(images=False).targets is None and buf.targets_at(310, timeout_s=0.05) is None
+    buf.add_targets(310, ["b", "c", "a"], [0.2, 0.3, 0.1])
+    assert buf.newest(images=False).targets.tolist() == [0.1, 0.2, 0.3]
+    assert buf.targets_at(310).tolist() == [0.1, 0.2, 0.3]
 
 
 def test_waiting_for_a_newer_observation_is_bounded_and_wakes_on_completion():

@@ -68,7 +68,8 @@ def build_server(tools: SimTools) -> MCPServer:
         return result(tools.spec)
 
     @server.tool(name="observe", annotations=READ_ONLY, description=(
-        "One observation, all of one tick: sim time, the tick, the 12 joint positions and velocities, and (images) "
+        "One observation, all of one tick: sim time, the tick, the 12 joint positions, velocities and efforts_nm "
+        "(each servo's load), the servo targets held and tracking_errors_rad (position - target), and (images) "
         "one PNG per camera, each stamped with that tick (data.images lists them in order). While the sim runs, "
         "it is the next tick with every camera frame (frames come every camera period); while paused, the newest "
         "at hand. object_poses adds ground-truth block and tray poses (x y z qw qx qy qz, world) where the server "

@@ -211,8 +211,8 @@ class SkillTools:
                     break
         errors = {k: obs["joints"][k] - v for k, v in targets.items()}
         off = {k: e for k, e in errors.items() if abs(e) > REACHED_JOINT_TOL_RAD}
-        stalled = {k: {"error_rad": e, "velocity_rad_s": obs["velocities"][k]} for k, e in off.items()
-                   if abs(obs["velocities"][k]) < STALLED_SPEED_RAD_S}
+        stalled = {k: {"error_rad": e, "velocity_rad_s": obs["velocities"][k], "effort_nm": obs["efforts_nm"][k]}
+                   for k, e in off.items() if abs(obs["velocities"][k]) < STALLED_SPEED_RAD_S}
         if not off:
             outcome = "reached"
         elif stalled:
@@ -222,8 +222,8 @@ class SkillTools:
         report = {"outcome": outcome, "tick": obs["tick"], "joint_errors_rad": errors, "_joints": obs["joints"]}
         if stalled:
             report["stalled"] = stalled
-            report["why"] = ("held off the target while standing still (contact, or the servo's force limit); the "
-                             "servo effort is not available to this server")
+            report["why"] = ("held off the target while standing still: by contact, or the servo's force limit "
+                             "(effort_nm: the load the servo reports; it pushes toward the target, against error_rad)")
         elif off:
             report["why"] = "still moving toward the target when the wait ended"
         return report

@@ -27,6 +27,7 @@ from robogym_ros.task.placement import SUCCESS_TEXT
 
 MAX_STEP_TICKS = 1000
 STATE_WAIT_S = 1.0  # after a service answered: how long to wait for its run state to arrive
+TARGETS_WAIT_S = 0.2  # how long an observation waits for its tick's servo targets (then says they are missing)
 POSES_WAIT_S = 1.0  # running: how long an observation waits for its tick's object poses before taking a later tick
 MAX_MOVE_S = 60.0
 MIN_IMAGE_WIDTH_PX = 16
@@ -156,6 +157,8 @@ class SimTools:
         if object_poses and obs.object_poses is None:  # paused (or latest): that tick's poses, on their way
             if buf.wait_objects(obs.stamp_ns, max(self.timeout_s - (time.monotonic() - started), 0.0)):
                 obs = replace(obs, object_poses=buf.objects_at(obs.stamp_ns))
+        if obs.targets is None:  # published right after the tick's joints: at most a moment away
+            obs = replace(obs, targets=buf.targets_at(obs.stamp_ns, TARGETS_WAIT_S))
         return self._observation(spec, obs, object_poses, state, picture)
 
     def _picture_options(self, spec: Spec, cameras, image_format: str, width_px) -> tuple:
@@ -268,6 +271,7 @@ class SimTools:
             "paused": None if state is None else state.paused,
             "joints": dict(zip(spec.joint_names, obs.joints.position.tolist())),
             "velocities": dict(zip(spec.joint_names, obs.joints.velocity.tolist())),
+            "efforts_nm": dict(zip(spec.joint_names, obs.joints.effort.tolist())),  # the servos' load
             "images": [],
             "newest_tick": self._tick(obs.newest_stamp_ns, spec),
         }
@@ -286,6 +290,12 @@ class SimTools:
             data["before_last_reset"] = True
             notes.append(f"this tick is from before the {reset.reason} at tick {self._tick(reset.stamp_ns, spec)}: "
                          "the scene has changed since; step or resume until a frame of the new episode comes")
+        if obs.targets is None:
+            notes.append(f"no servo targets of tick {tick} at hand")
+        else:  # what each servo was told to hold during the tick, and how far off it is (position - target,
+            # as move's joint_errors_rad)
+            data["targets"] = dict(zip(spec.joint_names, obs.targets.tolist()))
+            data["tracking_errors_rad"] = dict(zip(spec.joint_names, (obs.joints.position - obs.targets).tolist()))
         if object_poses:
             if obs.object_poses is None:
                 notes.append(f"no ground-truth object poses of tick {tick} at hand")

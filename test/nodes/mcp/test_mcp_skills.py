@@ -75,6 +75,21 @@ def test_move_gripper_reaches_a_pose_refuses_an_unreachable_one_and_a_blocked_mo
             blocked, _ = await agent.ok("move", targets=down, duration_s=1.0, wait=True)
             assert blocked["outcome"] == "stalled", blocked
             assert "left_shoulder_lift" in blocked["stalled"], blocked
+            # the servo's load, as the sim published it at that tick, pushing toward the target
+            published = newest_joints(watcher, blocked["tick"], dt_ns)
+            lift = blocked["stalled"]["left_shoulder_lift"]
+            assert lift["effort_nm"] == published.effort[list(published.name).index("left_shoulder_lift")], blocked
+            assert lift["effort_nm"] * lift["error_rad"] < 0, lift
+            # observe says the same of its own tick: the targets held, the tracking error, the loads
+            seen, _ = await agent.ok("observe", images=False)
+            published = newest_joints(watcher, seen["tick"], dt_ns)
+            watcher.wait_for(lambda: targets_until(seen["tick"]), 10, "the targets of the observed tick")
+            held = next(m for m in watcher.snapshot(watcher.targets) if header_stamp_ns(m) == seen["tick"] * dt_ns)
+            for k, name in enumerate(published.name):
+                assert seen["efforts_nm"][name] == published.effort[k], (name, seen)
+                assert seen["targets"][name] == held.position[list(held.name).index(name)], (name, seen)
+                assert seen["tracking_errors_rad"][name] == seen["joints"][name] - seen["targets"][name], name
+            assert seen["tracking_errors_rad"]["left_shoulder_lift"] < -0.03, seen  # held up by the table
             low = site_position(newest_joints(watcher, blocked["tick"], dt_ns), "left")
             assert low[2] < REACHABLE_M[2] - 0.02, low  # it did go down, onto the table
 
