@@ -42,6 +42,7 @@ LIFTS_M = (0.07, 0.055, 0.04, 0.03)  # how far above its grasp a carried block t
 READY_M = RETREAT_M = {"left": [0.14, 0.20, 0.09], "right": [0.14, -0.20, 0.09]}  # out of the other arm's way
 JAW_CLEARANCE_M = 0.003  # the fixed jaw's way down, this far off the block's face
 OPEN, SETTLE_S, MAX_SETTLE_S = "open", 0.5, 4.0
+MOVED_M, REPLANS = 0.005, 3  # the block this far off its planned place: plan its grasp again, so many times at most
 SIM_START_S = 60.0
 
 
@@ -143,6 +144,14 @@ class Agent:
         else:
             await asyncio.sleep(seconds)
 
+    async def block_moved(self, block_pose) -> list[float] | None:
+        """The block's pose now if it is no longer where the plan has it (an arm brushed it)."""
+        now = (await self.look())["object_poses"]["block"]
+        if np.linalg.norm(np.subtract(now[:3], block_pose[:3])) > MOVED_M:
+            self.log(f"  the block moved to {np.round(now, 3).tolist()}: planning the grasp again")
+            return now
+        return None
+
     async def pick_and_set_down(self, arm: str, block_pose, at_xy, on_z_m: float) -> None:
         """Grasp the block from above, lift it, carry it over ``at_xy`` and set it down there with
         its grasp point ``on_z_m`` above the surface it rests on, open, back away."""
@@ -153,7 +162,16 @@ class Agent:
         # Up out of the folded rest first: a joint-space move from it to over the block sweeps
         # the jaws through where the block stands.
         await self.move(arm, READY_M[arm], yaw, OPEN, 1.0, think=False)
-        done = await self.move_above(arm, site[:2], site[2], yaw, OPEN, 1.0)
+        for _ in range(REPLANS):
+            done = await self.move_above(arm, site[:2], site[2], yaw, OPEN, 1.0)
+            moved = await self.block_moved(block_pose)  # a block close to the ready point can be knocked over
+            if moved is None:
+                break
+            await self.settle(SETTLE_S)
+            block_pose = (await self.look())["object_poses"]["block"]
+            site, yaw = block_grasp(block_pose)
+        else:
+            raise Failed(f"the block kept moving under the {arm} arm ({REPLANS} plans)")
         yaw = done["yaw_rad"]
         # The fixed jaw comes down a little off the block's face (the moving one closes it up),
         # and the last few cm straight down in two moves: one long joint-space move sweeps sideways.
