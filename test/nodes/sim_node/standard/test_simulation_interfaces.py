@@ -482,6 +482,38 @@ def test_simulate_steps_action_feedback_per_step_result_and_cancel(api):
 
 
 @needs_api
+def test_a_simulate_steps_goal_cancelled_as_soon_as_it_is_accepted_ends_canceled(api):
+    """A client that cancels from the goal response's own callback lands before or just after the
+    goal starts stepping: each of 20 goals of 2000 steps ends CANCELED with the cancel accepted
+    (not ERROR_GOAL_TERMINATED after all 2000), and the sim paused where the goal stopped (a goal
+    cancelled before its first step leaves the state it found: STOPPED at an episode's start)."""
+    from simulation_interfaces.action import SimulateSteps
+    from simulation_interfaces.msg import SimulationState as S
+    assert api.action.wait_for_server(timeout_sec=20)
+    steps = 2000
+    for attempt in range(20):
+        n, before = settled(api), sim_state(api)
+        cancels = []
+
+        def cancel_at_once(future):
+            cancels.append(future.result().cancel_goal_async())
+
+        sent = api.action.send_goal_async(SimulateSteps.Goal(steps=steps))
+        sent.add_done_callback(cancel_at_once)
+        api.wait_for(lambda: cancels and cancels[0].done(), 20, "the cancel's answer")
+        answer = cancels[0].result()
+        assert answer.return_code == 0 and len(answer.goals_canceling) == 1, (attempt, answer)
+        result = sent.result().get_result_async()
+        api.wait_for(result.done, 60, "the goal's result")
+        assert result.result().status == 5, (attempt, result.result())  # GoalStatus.STATUS_CANCELED
+        ok(result.result().result)
+        quiet(api, api.truth_count())
+        stepped = api.truth_count() - n
+        assert stepped < steps, attempt  # stopped short
+        assert sim_state(api) == (S.STATE_PAUSED if stepped else before), (attempt, stepped)
+
+
+@needs_api
 def test_a_client_with_the_readme_qos_gets_a_feedback_for_every_step(api):
     """The docs' client (docs/ros_standard_api.md): an rclpy ActionClient with
     feedback_sub_qos_profile=QoSProfile(depth=1000) and a feedback callback, that asks for the
