@@ -384,6 +384,8 @@ def main() -> None:
               + (f"  [{r.note}]" if r.note else ""))
     print("(% lim: of the limit that applies, physics only, or rendering only with cameras on; "
           "lost: joint_states dropped + camera frames lost on the way, as the recorder's verdict says)")
+    print("targets (issue 34, quiet machine): the full pipeline (sim + motion + rec --record) >= 50 % of physics "
+          "only with cameras off, >= 40 % of the rendering limit with cameras on")
     print(f"load avg {os.getloadavg()[0]:.2f} at end")
 
 
