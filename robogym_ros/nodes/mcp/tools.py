@@ -138,8 +138,8 @@ class SimTools:
                 if obs is None:
                     raise SimUnavailable(self._nothing_at_hand(spec, with_images))
                 if not self.link.sim_present():
-                    raise SimUnavailable(f"the sim in {self.link.namespace} is gone (no publisher of its spec); "
-                                         f"the last tick received was {self._tick(obs.newest_stamp_ns, spec)}")
+                    raise SimUnavailable(f"{self.link.gone_message()}; the last tick received was "
+                                         f"{self._tick(obs.newest_stamp_ns, spec)}")
                 break
             left = self.timeout_s - (time.monotonic() - started)
             if left <= 0:
