@@ -15,9 +15,9 @@ from pathlib import Path
 import rclpy
 from diagnostic_msgs.msg import DiagnosticArray
 from geometry_msgs.msg import PoseArray
-from rclpy.executors import SingleThreadedExecutor
 from rosgraph_msgs.msg import Clock
 from sensor_msgs.msg import JointState
+from spinning import Spinning
 from std_msgs.msg import String
 from std_srvs.srv import Trigger
 
@@ -97,10 +97,7 @@ class Observer:
         self.commands = n.create_publisher(JointState, contract.JOINT_COMMANDS, qos.COMMAND_QOS)
         self.services = {s: n.create_client(Trigger, f"/{namespace}/{contract.SIM_NODE}/{s}")
                          for s in ("pause", "resume", "reset", "step")}
-        self.executor = SingleThreadedExecutor()
-        self.executor.add_node(n)
-        self._thread = threading.Thread(target=self.executor.spin, daemon=True)
-        self._thread.start()
+        self._spinning = Spinning(n)
 
     def _keep(self, store: list):
         def callback(msg):
@@ -152,12 +149,7 @@ class Observer:
                 store.clear()
 
     def close(self):
-        # Executor.shutdown() destroys its guard condition without waiting for a callback in
-        # flight on the spin thread (InvalidHandle): take the node out first, let it finish.
-        self.executor.remove_node(self.node)
-        time.sleep(0.1)
-        self.executor.shutdown()
-        self.node.destroy_node()
+        self._spinning.close()
 
 
 def start_sim(namespace: str, log_dir, observer_cls=Observer, observer_args=(), **params):

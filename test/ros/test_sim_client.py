@@ -7,9 +7,9 @@ import threading
 import time
 
 import rclpy
-from rclpy.executors import SingleThreadedExecutor
 from sensor_msgs.msg import JointState
 from simharness import new_namespace
+from spinning import Spinning
 from std_msgs.msg import Header
 
 from robogym_ros import contract
@@ -23,10 +23,7 @@ def test_the_link_takes_what_the_sim_publishes_and_calls_its_services(make_sim):
     _sim, obs = make_sim()
     node = rclpy.create_node("link_under_test", namespace=f"/{obs.namespace}")
     link = SimClient(node, joints=True)
-    executor = SingleThreadedExecutor()
-    executor.add_node(node)
-    thread = threading.Thread(target=executor.spin, daemon=True)
-    thread.start()
+    spinning = Spinning(node)
     try:
         spec = link.wait_spec(20.0)
         assert spec.joint_names == [j["name"] for j in obs.spec["joints"]] and link.sim_present()
@@ -52,9 +49,7 @@ def test_the_link_takes_what_the_sim_publishes_and_calls_its_services(make_sim):
         ok, message = link.call("resume", 10.0)
         assert ok and RunAnswer.from_json(message).action == "resume" and not RunAnswer.from_json(message).paused
     finally:
-        executor.remove_node(node)
-        executor.shutdown()
-        node.destroy_node()
+        spinning.close()
 
 
 def test_inputs_wait_for_the_sims_reader_to_match_and_say_so_when_none_does(ros):
@@ -66,11 +61,7 @@ def test_inputs_wait_for_the_sims_reader_to_match_and_say_so_when_none_does(ros)
     node = rclpy.create_node("link_under_test", namespace=namespace)
     reader_node = rclpy.create_node("stand_in_sim", namespace=namespace)
     link = SimClient(node, joints=False)
-    executor = SingleThreadedExecutor()
-    executor.add_node(node)
-    executor.add_node(reader_node)
-    thread = threading.Thread(target=executor.spin, daemon=True)
-    thread.start()
+    spinning = Spinning(node, reader_node)
     try:
         for inputs in (contract.JOINT_COMMANDS, contract.JOINT_TRAJECTORY):
             try:
@@ -91,8 +82,4 @@ def test_inputs_wait_for_the_sims_reader_to_match_and_say_so_when_none_does(ros)
             time.sleep(0.02)
         assert [list(m.position) for m in received] == [[0.25]]  # sent once matched: not lost
     finally:
-        executor.remove_node(node)
-        executor.remove_node(reader_node)
-        executor.shutdown()
-        node.destroy_node()
-        reader_node.destroy_node()
+        spinning.close()

@@ -49,6 +49,7 @@ from robogym_ros.wire.step_request import StepRequestEncoder
 
 __all__ = ["RosBackend", "SimBusy", "SimUnavailable", "SeedNotHonoured"]
 BUSY_RETRY_S = 0.005  # between sends of a step another client's call refused (it changed nothing)
+SPIN_STOP_S = 5.0  # the most close() waits for the spin thread to see the shut-down context
 
 _names = itertools.count()
 
@@ -251,7 +252,9 @@ class RosBackend:
         rclpy.try_shutdown(context=self._context)
         thread = getattr(self, "_thread", None)
         if thread is not None:
-            thread.join(1.0)
+            thread.join(SPIN_STOP_S)
+            if thread.is_alive():  # destroying nodes under a wait in progress crashes the process
+                return
         if executor is not None:
             executor.shutdown(timeout_sec=0)
         reader = getattr(self, "_reader", None)

@@ -17,6 +17,7 @@ pytest.importorskip("mcp", reason="mcp is not installed (pip install -e '.[agent
 
 from mcpharness import SimWatcher, run_async, stdio_agent  # noqa: E402
 from simharness import new_namespace, start_sim  # noqa: E402
+from spinning import Spinning  # noqa: E402
 
 TIMEOUT_S = 2.0
 SLACK_S = 2.5  # a loaded 2-core machine: the call's own work and the MCP round trip on top
@@ -184,10 +185,7 @@ def test_a_running_observation_whose_ticks_poses_never_come_takes_a_later_tick_a
     every tick in a 0.3 s window) does not end an observation without poses: after waiting a
     bounded time for them, a running observe takes a later tick, with its own poses, and status
     counts the miss."""
-    import threading
-
     import rclpy
-    from rclpy.executors import SingleThreadedExecutor
 
     from robogym_ros.contract import header_stamp_ns
     from robogym_ros.nodes.mcp.tools import SimTools
@@ -196,10 +194,7 @@ def test_a_running_observation_whose_ticks_poses_never_come_takes_a_later_tick_a
     _sim, watcher = make_sim(SimWatcher)
     node = rclpy.create_node("poses_probe", namespace=watcher.node.get_namespace())
     link = SimClient(node, joints=True, objects=True, cameras=False)
-    executor = SingleThreadedExecutor()
-    executor.add_node(node)
-    spinner = threading.Thread(target=executor.spin, daemon=True)
-    spinner.start()
+    spinning = Spinning(node)
     try:
         tools = SimTools(link, 15.0, ground_truth=True)
         tools.spec()
@@ -224,9 +219,7 @@ def test_a_running_observation_whose_ticks_poses_never_come_takes_a_later_tick_a
         pose = truth().poses[0]
         assert data["object_poses"]["block"][:3] == [pose.position.x, pose.position.y, pose.position.z]
     finally:
-        executor.shutdown()
-        node.destroy_node()
-        spinner.join(5)
+        spinning.close()
 
 
 def test_a_call_to_a_sim_known_to_be_gone_answers_at_once_naming_it(tmp_path, ros):

@@ -8,7 +8,6 @@ and the real recorder process fails its verdict on a malformed message, with a c
 """
 from __future__ import annotations
 
-import threading
 import time
 
 import numpy as np
@@ -26,6 +25,7 @@ from recorder_runs import (
     stream,
 )
 from sensor_msgs.msg import JointState
+from spinning import Spinning
 from std_msgs.msg import String
 
 from robogym_ros import contract
@@ -211,27 +211,6 @@ def test_buffer_audit_sees_a_ring_that_keeps_the_decode_scratch():
 
 # ----------------------------------------------------------------------------- real DDS
 
-class Spinner:
-    """Spins nodes with the recorder's executor in a thread until closed."""
-
-    def __init__(self, *nodes):
-        self.executor = events_executor()
-        for node in nodes:
-            self.executor.add_node(node)
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._spin, daemon=True)
-        self._thread.start()
-
-    def _spin(self):
-        while not self._stop.is_set():
-            self.executor.spin_once(timeout_sec=0.05)
-
-    def close(self):
-        self._stop.set()
-        self._thread.join(10)
-        self.executor.shutdown(timeout_sec=1)
-
-
 def wait_for(predicate, timeout_s: float, what: str) -> None:
     deadline = time.monotonic() + timeout_s
     while not predicate():
@@ -251,7 +230,7 @@ def test_live_recorder_ring_equals_what_rclpy_received_bit_for_bit(ros):
     typed = {JOINT_STATES: [], GROUND_TRUTH: []}
     for stream_, topic in ((JOINT_STATES, contract.JOINT_STATES), (GROUND_TRUTH, contract.TRUTH_JOINTS)):
         typed_node.create_subscription(JointState, topic, typed[stream_].append, rn.RECORD_QOS)
-    spinner = Spinner(recorder, typed_node)
+    spinner = Spinning(recorder, typed_node, executor=events_executor(), destroy=False)
     try:
         spec_pub = pub_node.create_publisher(String, f"{contract.SIM_NODE}/spec", qos.SPEC_QOS)
         spec_pub.publish(String(data=spec_of(ns=ns).to_json()))

@@ -8,7 +8,6 @@ from __future__ import annotations
 import itertools
 import json
 import os
-import threading
 import time
 
 os.environ.setdefault("MUJOCO_GL", "egl")  # must precede the first mujoco import
@@ -19,10 +18,10 @@ import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 from camera_frames import CameraObserver, render_offline, rgb, stamp_ns
 from cpu_use import CpuWindow
-from rclpy.executors import SingleThreadedExecutor  # noqa: E402
 from rclpy.serialization import deserialize_message  # noqa: E402
 from sensor_msgs.msg import CameraInfo, Image  # noqa: E402
 from simharness import SimProcessUnderTest, new_namespace, start_sim  # noqa: E402
+from spinning import Spinning  # noqa: E402
 
 from robogym_ros.camera.renderer import camera_pose_optical, is_software_gl  # noqa: E402
 from robogym_ros.nodes.sim_node.node import SimNode  # noqa: E402
@@ -167,16 +166,7 @@ def test_every_frame_is_its_own_message_with_its_own_buffer(ros):
     image_pub = node.cameras._pubs["left_wrist"][0]
     real_publish = image_pub.publish
     image_pub.publish = lambda msg: (published.append(msg), real_publish(msg))[1]
-    executor = SingleThreadedExecutor()
-    executor.add_node(node)
-    stop = threading.Event()
-
-    def spin():  # our own loop: executor.shutdown() under a running spin() races in rclpy
-        while not stop.is_set():
-            executor.spin_once(timeout_sec=0.05)
-
-    spinner = threading.Thread(target=spin, daemon=True)
-    spinner.start()
+    spinning = Spinning(node)
     obs = CameraObserver(ns, ("left_wrist",))
     try:
         obs.wait_for(lambda: obs.spec is not None, 20, "spec")
@@ -191,10 +181,7 @@ def test_every_frame_is_its_own_message_with_its_own_buffer(ros):
         kept_raw = list(published)
     finally:
         obs.close()
-        stop.set()
-        spinner.join(5)
-        executor.shutdown()
-        node.destroy_node()
+        spinning.close()
     assert all(type(m) is bytes for m in kept_raw), "the node publishes images serialized"
     for a, b in itertools.combinations(kept_raw, 2):
         assert a is not b, "one serialized Image published twice"

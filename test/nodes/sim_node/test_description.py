@@ -3,14 +3,13 @@
 tested at the end, once the node creates it."""
 from __future__ import annotations
 
-import threading
 import time
 
 import mujoco
 import numpy as np
 import pytest
-from rclpy.executors import SingleThreadedExecutor
 from simharness import wait_for
+from spinning import Spinning
 from std_msgs.msg import String
 
 from robogym_ros.description.tf_frames import camera_optical_frames
@@ -19,26 +18,6 @@ from robogym_ros.nodes.sim_node import description as desc
 from robogym_ros.ros.qos import profile
 from robogym_ros.sim.physics import Physics
 from robogym_ros.task.scene import default_model_path
-
-
-class Spinning:
-    """Nodes spun by one executor thread, taken down in order."""
-
-    def __init__(self, *nodes):
-        self.nodes = nodes
-        self.executor = SingleThreadedExecutor()
-        for n in nodes:
-            self.executor.add_node(n)
-        self.thread = threading.Thread(target=self.executor.spin, daemon=True)
-        self.thread.start()
-
-    def close(self):
-        for n in self.nodes:
-            self.executor.remove_node(n)
-        time.sleep(0.1)
-        self.executor.shutdown()
-        for n in self.nodes:
-            n.destroy_node()
 
 
 @pytest.fixture

@@ -3,12 +3,11 @@ tell apart, so each status name carries its namespace. Real rclpy nodes over rea
 node's real SimDiagnostics; the physics process is stood in for by its status (a dataclass)."""
 from __future__ import annotations
 
-import threading
 import time
 
 from diagnostic_msgs.msg import DiagnosticArray
-from rclpy.executors import SingleThreadedExecutor
 from simharness import new_namespace, wait_for
+from spinning import Spinning
 
 from robogym_ros import contract
 from robogym_ros.nodes.sim_node.diagnostics import CommandCounts, SimDiagnostics
@@ -36,19 +35,10 @@ def test_each_sims_diagnostic_status_name_carries_its_namespace(ros):
     for node in sims:
         SimDiagnostics(node, StatusOnly(), 0.05, lambda: {"commands": CommandCounts(), "published": 0,
                                                           "publish_errors": 0})
-    executor = SingleThreadedExecutor()
-    for node in (*sims, listener):
-        executor.add_node(node)
-    thread = threading.Thread(target=executor.spin, daemon=True)
-    thread.start()
+    spinning = Spinning(*sims, listener)
     try:
         ids = [f"/{ns}/{contract.SIM_NODE}" for ns in namespaces]
         wait_for(lambda: all(i in names for i in ids), 10, "both sims' diagnostics")
     finally:
-        for node in (*sims, listener):
-            executor.remove_node(node)
-        time.sleep(0.1)
-        executor.shutdown()
-        for node in (*sims, listener):
-            node.destroy_node()
+        spinning.close()
     assert [names[i] for i in ids] == [f"{ns}/{contract.SIM_NODE}: simulation" for ns in namespaces], names

@@ -10,16 +10,15 @@ can) and their stamps read with the recorder's CDR decoder.
 from __future__ import annotations
 
 import os
-import threading
 import time
 
 os.environ.setdefault("MUJOCO_GL", "egl")  # must precede the first mujoco import
 
 import pytest  # noqa: E402
-from rclpy.executors import SingleThreadedExecutor  # noqa: E402
 from rclpy.parameter import Parameter  # noqa: E402
 from sensor_msgs.msg import Image  # noqa: E402
 from simharness import Observer, new_namespace  # noqa: E402
+from spinning import Spinning  # noqa: E402
 from std_msgs.msg import Header  # noqa: E402
 
 from robogym_ros import contract  # noqa: E402
@@ -154,18 +153,10 @@ class InProcessSim:
         for k, v in params.items():
             args += ["-p", f"{k}:={v}"]
         self.node = SimNode(cli_args=args)
-        self.executor = SingleThreadedExecutor()
-        self.executor.add_node(self.node)
-        self._stop = threading.Event()
-        self._spinner = threading.Thread(target=self._spin, daemon=True)
-        self._spinner.start()
+        self._spinning = Spinning(self.node)
         self.obs = FrameCounter(self.namespace, self.node.cameras.cameras)
         self.obs.wait_for(lambda: self.obs.spec is not None, 20, "spec")
         self.obs.wait_matched()
-
-    def _spin(self):  # our own loop: executor.shutdown() under a running spin() races in rclpy
-        while not self._stop.is_set():
-            self.executor.spin_once(timeout_sec=0.05)
 
     def set(self, name: str, value) -> None:
         result = self.node.set_parameters([Parameter(name, value=value)])[0]
@@ -173,10 +164,7 @@ class InProcessSim:
 
     def close(self):
         self.obs.close()
-        self._stop.set()
-        self._spinner.join(5)
-        self.executor.shutdown()
-        self.node.destroy_node()
+        self._spinning.close()
 
 
 @pytest.fixture

@@ -3,15 +3,14 @@ from __future__ import annotations
 
 import itertools
 import math
-import threading
 import time
 
 import numpy as np
 import pytest
-from rclpy.executors import SingleThreadedExecutor
 from rclpy.serialization import deserialize_message
 from sensor_msgs.msg import JointState
 from simharness import MODELS, Observer
+from spinning import Spinning
 
 from robogym_ros.contract import RunAnswer
 from robogym_ros.nodes.sim_node.node import SimNode
@@ -119,10 +118,7 @@ def test_every_published_and_received_joint_state_is_fresh_and_true(ros):
     # The node publishes serialized CDR: what it published is what rclpy decodes from those bytes.
     node.ticks.pub_joints.publish = lambda data: (published.append(deserialize_message(data, JointState)),
                                                   real_publish(data))[1]
-    executor = SingleThreadedExecutor()
-    executor.add_node(node)
-    spin = threading.Thread(target=executor.spin, daemon=True)
-    spin.start()
+    spinning = Spinning(node)
     obs = Observer("oldest")
     try:
         obs.wait_for(lambda: obs.spec is not None, 20, "spec")
@@ -145,8 +141,7 @@ def test_every_published_and_received_joint_state_is_fresh_and_true(ros):
         assert_fresh_and_true(published + received, truth + truth)
     finally:
         obs.close()
-        executor.shutdown()
-        node.destroy_node()
+        spinning.close()
 
 
 # --- commands ------------------------------------------------------------------------------

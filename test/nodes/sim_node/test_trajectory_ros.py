@@ -2,7 +2,6 @@
 with a real physics process; then the same through the sim node, once it creates the class."""
 from __future__ import annotations
 
-import threading
 import time
 
 import numpy as np
@@ -10,8 +9,8 @@ import pytest
 
 msgs = pytest.importorskip("trajectory_msgs.msg", reason="trajectory_msgs is not installed (standalone extra)")
 
-from rclpy.executors import SingleThreadedExecutor  # noqa: E402
 from simharness import wait_for  # noqa: E402
+from spinning import Spinning  # noqa: E402
 
 from robogym_ros.contract import RunAnswer  # noqa: E402
 from robogym_ros.nodes.sim_node.trajectory_subscriber import JOINT_TRAJECTORY, TrajectorySubscriber  # noqa: E402
@@ -70,21 +69,12 @@ def rig(ros, request):
     subscriber = TrajectorySubscriber(node, sim, ranges, now_ns=lambda: latest["stamp_ns"])
     client = rclpy.create_node("trajectory_client", namespace=ns)
     pub = client.create_publisher(msgs.JointTrajectory, JOINT_TRAJECTORY, qos.COMMAND_QOS)
-    executor = SingleThreadedExecutor()
-    executor.add_node(node)
-    executor.add_node(client)
-    thread = threading.Thread(target=executor.spin, daemon=True)
-    thread.start()
+    spinning = Spinning(node, client)
     deadline = time.monotonic() + 10
     while pub.get_subscription_count() == 0 and time.monotonic() < deadline:
         time.sleep(0.01)
     yield sim, subscriber, pub, [j.name for j in description.joints]
-    executor.remove_node(node)
-    executor.remove_node(client)
-    time.sleep(0.1)
-    executor.shutdown()
-    node.destroy_node()
-    client.destroy_node()
+    spinning.close()
     sim.close()
 
 
