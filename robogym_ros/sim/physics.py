@@ -16,12 +16,13 @@ from robogym_ros.sim.tick import Tick
 from robogym_ros.sim.trajectory_follower import FollowerSet, TrajectoryCommand
 from robogym_ros.task import scene
 
-_BLOW_UP = (
-    mujoco.mjtWarning.mjWARN_BADQPOS,
-    mujoco.mjtWarning.mjWARN_BADQVEL,
-    mujoco.mjtWarning.mjWARN_BADQACC,
-)
+# The warnings of a blown-up state; their enum values run on, so their counts are one slice of data.warning.
+_BLOW_UP_WARNINGS = sorted(int(w) for w in (mujoco.mjtWarning.mjWARN_BADQPOS, mujoco.mjtWarning.mjWARN_BADQVEL,
+                                            mujoco.mjtWarning.mjWARN_BADQACC))
+_BLOW_UP = slice(_BLOW_UP_WARNINGS[0], _BLOW_UP_WARNINGS[-1] + 1)
+assert _BLOW_UP_WARNINGS == list(range(_BLOW_UP.start, _BLOW_UP.stop)), _BLOW_UP_WARNINGS
 STATE_SPEC = mujoco.mjtState.mjSTATE_INTEGRATION
+ACTUATOR_LOOKUPS_KEPT = 256  # joint-name sets remembered (a client naming joints anew each call stays bounded)
 
 
 @dataclass(frozen=True)
@@ -107,8 +108,9 @@ class Physics:
         self.model = mujoco.MjModel.from_xml_path(model_path)
         self.model.opt.timestep = physics_dt_s
         self.data = mujoco.MjData(self.model)
-        # Views into data.warning, kept: indexing data.warning per tick costs ~5 % of the process.
-        self._blow_up_stats = [self.data.warning[w] for w in _BLOW_UP]
+        # A view of the blow-up warnings' counts, kept: indexing data.warning per tick is costly.
+        self._blow_up_counts = self.data.warning.number[_BLOW_UP]
+        self._state_size = mujoco.mj_stateSize(self.model, STATE_SPEC)
         self.decimation = int(decimation)
         # Integer nanoseconds keep the tick grid exact: stamp = index * control_dt_ns.
         self.physics_dt_ns = round(physics_dt_s * 1e9)
@@ -119,7 +121,7 @@ class Physics:
         self._qpos_adr = self.model.jnt_qposadr[j_ids].copy()
         self._dof_adr = self.model.jnt_dofadr[j_ids].copy()
         self._actuator_of = {j.name: int(a) for j, a in zip(self.joints, self._actuators)}
-        self._actuator_index = {int(a): i for i, a in enumerate(self._actuators)}
+        self._actuators_of_names: dict[tuple[str, ...], np.ndarray] = {}  # the lookups made, by joint names
         self._pose_idx = (self._object_adr[:, None] + np.arange(POSE_SIZE)).ravel()
         self._dual_arm = scene.is_dual_arm_scene(self.model)
         self._rng = np.random.default_rng(seed)
@@ -188,15 +190,23 @@ class Physics:
     def actuators(self, names) -> np.ndarray:
         """The actuators of these joints: the one name lookup every command into physics makes
         (the node validated the message already; a name this model lacks raises, changing nothing)."""
-        unknown = [n for n in names if n not in self._actuator_of]
-        if unknown:
-            raise KeyError(f"unknown joints {unknown}")
-        return np.array([self._actuator_of[n] for n in names], dtype=np.int64)
+        key = tuple(names)
+        found = self._actuators_of_names.get(key)
+        if found is None:
+            unknown = [n for n in key if n not in self._actuator_of]
+            if unknown:
+                raise KeyError(f"unknown joints {unknown}")
+            found = np.array([self._actuator_of[n] for n in key], dtype=np.int64)
+            found.flags.writeable = False  # shared by every command naming these joints
+            if len(self._actuators_of_names) < ACTUATOR_LOOKUPS_KEPT:
+                self._actuators_of_names[key] = found
+        return found
 
     def set_targets(self, targets: dict[str, float]) -> None:
         """Queue position targets; they take effect at the start of the next control tick."""
         actuators = self.actuators(targets)
-        self._pending.append(("targets", dict(zip(actuators.tolist(), map(float, targets.values())))))
+        values = np.fromiter(targets.values(), dtype=np.float64, count=len(actuators))
+        self._pending.append(("targets", (actuators, values, tuple(targets))))
 
     # --- joint trajectories (robogym_ros.sim.trajectory_follower) --------------------------
     def set_trajectory(self, command: TrajectoryCommand) -> None:
@@ -218,10 +228,10 @@ class Physics:
             self.data.ctrl[actuators] = targets
 
     def step_tick(self) -> bool:
-        """Advance one whole control tick at once (paused single step, as-fast-as-possible)."""
+        """Advance one whole control tick at once (paused single step, as-fast-as-possible):
+        the tick's physics steps in one call into MuJoCo, the same steps as step_physics takes."""
         self.begin_tick()
-        for _ in range(self.decimation):
-            self.step_physics()
+        mujoco.mj_step(self.model, self.data, self.decimation)
         return self.end_tick()
 
     def step_physics(self) -> None:
@@ -235,19 +245,19 @@ class Physics:
             if kind == "trajectory":
                 self._take_trajectory(*value, tick_start_ns)
                 continue
-            for a, target in value.items():
-                self.data.ctrl[a] = target
-            # a later command wins its joints from this tick on
-            self._followers.release(self.joint_names[self._actuator_index[a]] for a in value)
+            actuators, targets, names = value
+            self.data.ctrl[actuators] = targets
+            if self._followers:  # a later command wins its joints from this tick on
+                self._followers.release(names)
         self._pending.clear()
-        self._follow_trajectory(tick_start_ns)
+        if self._followers:
+            self._follow_trajectory(tick_start_ns)
 
     def end_tick(self) -> bool:
         """Close a control tick. True if the scene blew up, in which case it was reset."""
         self.tick_index += 1
-        if any(stat.number for stat in self._blow_up_stats):
-            for stat in self._blow_up_stats:
-                stat.number = 0
+        if self._blow_up_counts.any():
+            self._blow_up_counts[:] = 0
             self.reset()
             return True
         return False
@@ -255,7 +265,7 @@ class Physics:
     def snapshot(self, *, blew_up: bool = False) -> Tick:
         """The tick just completed, copied out of MjData (nothing in it aliases MjData)."""
         d = self.data
-        state = np.empty(mujoco.mj_stateSize(self.model, STATE_SPEC))
+        state = np.empty(self._state_size)
         mujoco.mj_getState(self.model, d, state, STATE_SPEC)
         return Tick(
             index=self.tick_index,

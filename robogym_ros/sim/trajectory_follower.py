@@ -111,6 +111,10 @@ class FollowerSet:
     def __init__(self):
         self._running: dict[str, tuple[TrajectoryFollower, np.ndarray]] = {}
 
+    def __bool__(self) -> bool:
+        """Whether any trajectory is running."""
+        return bool(self._running)
+
     def clear(self) -> None:
         self._running.clear()
 

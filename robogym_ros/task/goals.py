@@ -29,6 +29,7 @@ GOAL_SIZE = 3  # x, y, z of the block's centre, world frame, m
 # The placing arm is the one on the goal's side (y > 0: left), the other one picks.
 STAGES = ("none", "reach", "grasp", "lift", "handover", "release", "place")
 TOP_STAGE = len(STAGES) - 1
+REACH, GRASP, LIFT, HANDOVER, RELEASE, PLACE = range(1, len(STAGES))
 
 # The info keys the goal functions read: what the physics said about the block at that step.
 FLAG_KEYS = ("left_touches_block", "right_touches_block", "left_grasps_block", "right_grasps_block",
@@ -63,21 +64,24 @@ def step_facts(p: placement.Placement, tray_pose, goal, achieved) -> tuple[dict,
     each computed once (the tray's goal, the box test), in Python scalars: what a single env's
     step returns, the same numbers as the batched functions give for it."""
     c = p.contacts
-    g = [float(v) for v in goal[:3]]
-    moved = placement.goal_of_tray_one(tray_pose)
+    g = goal[:3] if type(goal) is list else [float(v) for v in goal[:3]]
+    tray = tray_pose.tolist() if isinstance(tray_pose, np.ndarray) else [float(v) for v in tray_pose[:7]]
+    moved = placement.goal_of_tray_one(tray)
     shift = (moved[0] - g[0], moved[1] - g[1], moved[2] - g[2])
-    quat = tuple(float(v) for v in tray_pose[3:7])
+    quat = tuple(tray[3:7])
     at_rest = p.at_rest
+    (touch_left, touch_right), (grasp_left, grasp_right) = c.arm, c.grasp
     info = {
-        "left_touches_block": c.arm[0], "right_touches_block": c.arm[1],
-        "left_grasps_block": c.grasp[0], "right_grasps_block": c.grasp[1],
+        "left_touches_block": touch_left, "right_touches_block": touch_right,
+        "left_grasps_block": grasp_left, "right_grasps_block": grasp_right,
         "block_on_tray": c.tray, "block_on_table": c.table,
         "block_speed_m_s": p.speed_m_s, "block_turn_rad_s": p.turn_rad_s, "block_at_rest": at_rest,
         TRAY_QUAT_KEY: quat, TRAY_SHIFT_KEY: shift,
     }
     inside = placement.inside_tray_at_one(achieved, g, shift, quat)
-    placed = inside and not (c.arm[0] or c.arm[1]) and at_rest and (c.tray or c.table)
-    return info, placed, _stage_one(achieved, g, info, placed, inside)
+    placed = inside and not (touch_left or touch_right) and at_rest and (c.tray or c.table)
+    return info, placed, _stage_rule(g[1] > 0, touch_left, touch_right, grasp_left, grasp_right, c.tray, c.table,
+                                     inside, placed)
 
 
 def goal_distance(achieved_goal, desired_goal) -> np.ndarray:
@@ -172,18 +176,36 @@ def _stage_one(achieved_goal, desired_goal, info: Mapping, placed: bool | None =
     """:func:`stage` of one goal in Python scalars (the same rules, the same box test); ``placed``
     and ``inside``: :func:`success` and the box test of the same, if known."""
     f = {k: bool(_get(info, k)) for k in FLAG_KEYS}
-    placing_left = float(desired_goal[1]) > 0
-    pick, place = ("right", "left") if placing_left else ("left", "right")
-    pick_touch, pick_grasp = f[f"{pick}_touches_block"], f[f"{pick}_grasps_block"]
-    place_touch, place_grasp = f[f"{place}_touches_block"], f[f"{place}_grasps_block"]
-    off_table = not f["block_on_table"]
     if inside is None:
         inside = placement.inside_tray_at_one(achieved_goal, desired_goal, _get(info, TRAY_SHIFT_KEY),
                                               _get(info, TRAY_QUAT_KEY))
-    holds = (pick_touch, pick_grasp, pick_grasp and off_table and not f["block_on_tray"], place_grasp and off_table,
-             (place_grasp and not pick_touch and off_table) or (inside and not pick_touch and not place_touch),
-             _success_one(achieved_goal, desired_goal, info) if placed is None else placed)
-    return max((k for k, h in enumerate(holds, start=1) if h), default=0)
+    if placed is None:
+        placed = _success_one(achieved_goal, desired_goal, info)
+    return _stage_rule(float(desired_goal[1]) > 0, f["left_touches_block"], f["right_touches_block"],
+                       f["left_grasps_block"], f["right_grasps_block"], f["block_on_tray"], f["block_on_table"],
+                       inside, placed)
+
+
+def _stage_rule(placing_left: bool, touch_left: bool, touch_right: bool, grasp_left: bool, grasp_right: bool,
+                on_tray: bool, on_table: bool, inside: bool, placed: bool) -> int:
+    """The stage of one step from its facts, the highest that holds (the rules :func:`stage`
+    states; :func:`_stage_of` is the same for arrays). The placing arm is on the goal's side."""
+    if placing_left:
+        pick_touch, pick_grasp, place_touch, place_grasp = touch_right, grasp_right, touch_left, grasp_left
+    else:
+        pick_touch, pick_grasp, place_touch, place_grasp = touch_left, grasp_left, touch_right, grasp_right
+    off_table = not on_table
+    if placed:
+        return PLACE
+    if (place_grasp and not pick_touch and off_table) or (inside and not pick_touch and not place_touch):
+        return RELEASE
+    if place_grasp and off_table:
+        return HANDOVER
+    if pick_grasp and off_table and not on_tray:
+        return LIFT
+    if pick_grasp:
+        return GRASP
+    return REACH if pick_touch else 0
 
 
 def success_and_stage(achieved_goal, desired_goal, info: Mapping) -> tuple[bool, int]:

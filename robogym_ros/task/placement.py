@@ -101,7 +101,7 @@ def goal_of_tray(tray_pose) -> np.ndarray:
 def goal_of_tray_one(tray_pose) -> tuple[float, float, float]:
     """:func:`goal_of_tray` of one pose in Python floats: the same numbers bit for bit (the same
     operations in the same order), without numpy's per-call cost."""
-    px, py, pz, qw, qx, qy, qz = (float(v) for v in tray_pose[:7])
+    px, py, pz, qw, qx, qy, qz = tray_pose[:7] if type(tray_pose) is list else (float(v) for v in tray_pose[:7])
     up = (2 * (qx * qz + qw * qy), 2 * (qy * qz - qw * qx), 1 - 2 * (qx * qx + qy * qy))
     return (px + GOAL_ABOVE_TRAY_M * up[0], py + GOAL_ABOVE_TRAY_M * up[1], pz + GOAL_ABOVE_TRAY_M * up[2])
 
@@ -145,8 +145,8 @@ def speeds(pose_before, pose_now, elapsed_s: float) -> tuple[float, float]:
     (inf, inf without a pose before, or no time between)."""
     if pose_before is None or not elapsed_s > 0:
         return math.inf, math.inf
-    a = [float(v) for v in pose_before[:7]]
-    b = [float(v) for v in pose_now[:7]]
+    a = pose_before[:7].tolist() if isinstance(pose_before, np.ndarray) else [float(v) for v in pose_before[:7]]
+    b = pose_now[:7].tolist() if isinstance(pose_now, np.ndarray) else [float(v) for v in pose_now[:7]]
     moved = math.sqrt((b[0] - a[0]) ** 2 + (b[1] - a[1]) ** 2 + (b[2] - a[2]) ** 2)
     # the turn between the two orientations: q = a^-1 b, angle 2 atan2(|vec(q)|, |w(q)|)
     aw, ax, ay, az = a[3:]
@@ -256,6 +256,7 @@ class PlacementJudge:
                      for i, j in enumerate(JAW_GEOMS)}
         self._body = m.geom_bodyid.tolist()
         self._kinds = self._kind.tolist()
+        self._no_grasp = (False,) * len(ARM_CONTACT_SIDES)
         self._collide_with_block_only()
 
     def _collide_with_block_only(self) -> None:
@@ -307,8 +308,9 @@ class PlacementJudge:
                 arm[k - 2] = True
                 if other in self._jaw:
                     jaws.add(self._jaw[other])
-        return BlockContacts(tuple(arm), tuple(all((k, i) in jaws for i in range(len(JAW_GEOMS)))
-                                               for k in range(len(ARM_CONTACT_SIDES))), tray, table)
+        grasp = tuple(all((k, i) in jaws for i in range(len(JAW_GEOMS))) for k in range(len(ARM_CONTACT_SIDES))) \
+            if jaws else self._no_grasp
+        return BlockContacts(tuple(arm), grasp, tray, table)
 
     def judge(self, position, object_poses, block_pose_before=None, elapsed_s: float = 0.0) -> Placement:
         """The placement of the observed configuration; ``block_pose_before``: the block's pose at the
