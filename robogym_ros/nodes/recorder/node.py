@@ -20,6 +20,7 @@ import time
 import numpy as np
 from diagnostic_msgs.msg import DiagnosticArray
 from geometry_msgs.msg import PoseArray
+from rclpy.executors import SingleThreadedExecutor
 from rclpy.qos import QoSProfile
 from rclpy.serialization import deserialize_message, serialize_message
 from sensor_msgs.msg import CameraInfo, Image, JointState
@@ -34,7 +35,7 @@ from robogym_ros.recorder.recording import GROUND_TRUTH, JOINT_STATES, Recording
 from robogym_ros.recorder.ring_memory import memory_problem
 from robogym_ros.recorder.verdict import EXIT_USAGE, TITLE, Verdict
 from robogym_ros.recorder.verdict_files import write_json, write_report_of
-from robogym_ros.ros.node_runner import StoppableNode, events_executor
+from robogym_ros.ros.node_runner import StoppableNode
 from robogym_ros.ros.qos import DIAGNOSTICS_QOS, SPEC_QOS, STATE_QOS, STREAM_QOS
 
 # Deep enough that a 1 kHz stream survives a 0.5 s stall of this process without a loss.
@@ -261,8 +262,13 @@ class RecorderNode(StoppableNode):
         return verdict
 
     def _grace(self, seconds: float) -> None:
-        """Spin a little more: the truth of the last ticks, the last frames, a sign the stream lives."""
-        executor = events_executor()
+        """Spin a little more: the truth of the last ticks, the last frames, a sign the stream lives.
+
+        A wait-set executor, never a second EventsExecutor: a message whose arrival event the
+        run's executor had queued but not served when it was shut down stays in its reader,
+        announced to no one, and only a wait set still sees it (the last tick's truth, lost
+        that way, was reported as a slot without ground truth)."""
+        executor = SingleThreadedExecutor()
         executor.add_node(self)
         try:
             deadline = time.monotonic() + seconds
