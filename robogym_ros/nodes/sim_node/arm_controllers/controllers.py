@@ -308,6 +308,9 @@ class ArmControllers:
         self._latest: Tick | None = None
         self._ticked = threading.Condition()  # a hold waits for the tick that holds
         self._hold_waiters = 0
+        # Held by the pump thread while it hands a tick to the controllers, and by close() while
+        # it destroys them: a tick never reaches a controller whose publisher is gone.
+        self._ticking = threading.Lock()
         self._thread = None
         table = controller_joints(self.joint_names)
         if UNAVAILABLE or not table:
@@ -343,10 +346,11 @@ class ArmControllers:
         if self._hold_waiters:
             with self._ticked:
                 self._ticked.notify_all()
-        if self.controllers:
-            desired = tick.state[self._desired_columns]
-            for c in self.controllers.values():
-                c.on_tick(tick, desired)
+        with self._ticking:
+            if self.controllers:
+                desired = tick.state[self._desired_columns]
+                for c in self.controllers.values():
+                    c.on_tick(tick, desired)
 
     def hold(self, names) -> None:
         """Hold these joints where they are when the next tick starts (JTC's set_hold_position),
@@ -389,7 +393,8 @@ class ArmControllers:
         if self._thread is not None:
             self._thread.join(1.0)
             self.executor.shutdown(timeout_sec=1.0)
-        for c in self.controllers.values():
-            c.server.destroy()
-            c.node.destroy_node()
-        self.controllers.clear()
+        with self._ticking:
+            for c in self.controllers.values():
+                c.server.destroy()
+                c.node.destroy_node()
+            self.controllers.clear()
