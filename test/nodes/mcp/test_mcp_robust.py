@@ -210,6 +210,11 @@ def test_a_running_observation_whose_ticks_poses_never_come_takes_a_later_tick_a
                 add(stamp_ns, poses)
         link.buffer.add_objects = lossy
         data = tools.observe(images=False, object_poses=True).data
+        for _ in range(10):  # a tick from before the loss whose poses came before it began is whole
+            if window and data["stamp_ns"] >= window[0]:
+                break
+            assert "object_poses" in data and "notes" not in data, data
+            data = tools.observe(images=False, object_poses=True).data
         assert "object_poses" in data and "notes" not in data, data
         assert data["stamp_ns"] > window[1] and tools.poses_missed >= 1, (data["stamp_ns"], window)
         assert tools.status().data["server"]["object_poses_missed"] == tools.poses_missed
