@@ -67,10 +67,12 @@ class SimBusy(SimRefused):
 class SimClient:
     """The sim in the namespace of ``node``, as its public topics and services show it.
     ``joints`` (with their servo targets), ``objects``, ``cameras``: which streams to take (the env
-    takes its own)."""
+    takes its own). ``watch``: the run state, diagnostics, camera skips and step results, what an
+    agent or a viewer watches; a client that reads its own answers (the ROS env's TickReader)
+    leaves them out, as each is a callback on this client's thread at every lockstep step."""
 
     def __init__(self, node, *, joints: bool = True, objects: bool = False, cameras: bool = True,
-                 on_frame_set: Callable[[FrameSet], None] | None = None,
+                 watch: bool = True, on_frame_set: Callable[[FrameSet], None] | None = None,
                  on_change: Callable[[], None] | None = None):
         self.node = node
         self._take_cameras = cameras
@@ -91,10 +93,12 @@ class SimClient:
         self.buffer = ObservationBuffer(())
         self._cameras: dict[str, object] = {}  # image topic -> subscription
         self.skipped_frames: deque[int] = deque(maxlen=100)  # stamps of frames the sim reported skipped
+        self.watching = watch
         node.create_subscription(String, contract.SPEC_TOPIC, self._on_spec, SPEC_QOS)
-        node.create_subscription(String, contract.STATE_TOPIC, self._on_state, STATE_QOS)
-        node.create_subscription(DiagnosticArray, contract.DIAGNOSTICS, self._on_diagnostics, DIAGNOSTICS_QOS)
-        node.create_subscription(Header, contract.CAMERA_SKIPS_TOPIC, self._on_skipped, STREAM_QOS)
+        if watch:
+            node.create_subscription(String, contract.STATE_TOPIC, self._on_state, STATE_QOS)
+            node.create_subscription(DiagnosticArray, contract.DIAGNOSTICS, self._on_diagnostics, DIAGNOSTICS_QOS)
+            node.create_subscription(Header, contract.CAMERA_SKIPS_TOPIC, self._on_skipped, STREAM_QOS)
         if joints:
             node.create_subscription(JointState, contract.JOINT_STATES, self._on_joints, TICKS_QOS, raw=True)
             # the servos' goal positions, as a real servo reports its goal register (not ground truth of the scene)
@@ -109,8 +113,9 @@ class SimClient:
         self._step_requests = node.create_publisher(JointTrajectory, contract.STEP_REQUEST_TOPIC, COMMAND_QOS)
         self._step_results: deque[tuple[int, StepResult]] = deque(maxlen=32)  # (arrival seq, result)
         self._step_seq = 0
-        node.create_subscription(String, contract.STEP_RESULT_TOPIC, self._on_step_result,
-                                 profile(contract.STEP_RESULT_QOS))
+        if watch:
+            node.create_subscription(String, contract.STEP_RESULT_TOPIC, self._on_step_result,
+                                     profile(contract.STEP_RESULT_QOS))
 
     # --- what arrives (the executor thread) ---------------------------------------------------
     def _bump(self) -> None:
@@ -265,6 +270,7 @@ class SimClient:
         """The newest run state once ``predicate`` holds for it (None after ``timeout_s``): the
         sim publishes its state before a service answers, but on another topic, which may
         arrive a little later."""
+        self._needs_watch("wait_state")
         deadline = time.monotonic() + timeout_s
         with self._cv:
             while self.run_state is None or not predicate(self.run_state):
@@ -273,6 +279,11 @@ class SimClient:
                     return None
                 self._cv.wait(left)
             return self.run_state
+
+    def _needs_watch(self, what: str) -> None:
+        if not self.watching:
+            raise RuntimeError(f"SimClient.{what} reads the run state and step results, which this client "
+                               "(watch=False) does not take")
 
     def wait_changed(self, seq: int, timeout_s: float) -> int:
         deadline = time.monotonic() + timeout_s
@@ -353,6 +364,7 @@ class SimClient:
         and step ``n_ticks``; the sim's StepResult (reason "step", or "step_refused" with why). A
         busy refusal (another client's call owns the run state) is sent again until ``timeout_s``;
         no answer in time is SimUnavailable."""
+        self._needs_watch("step_request")
         spec = self.wait_spec(timeout_s)
         dt = spec.control_dt_ns
         request = StepRequestEncoder(tuple(targets)).encode(from_index * dt, list(targets.values()), n_ticks * dt)

@@ -83,3 +83,30 @@ def test_inputs_wait_for_the_sims_reader_to_match_and_say_so_when_none_does(ros)
         assert [list(m.position) for m in received] == [[0.25]]  # sent once matched: not lost
     finally:
         spinning.close()
+
+
+def test_a_client_that_watches_nothing_takes_no_run_state_diagnostics_skips_or_step_results(ros):
+    """The ROS env reads its own answers: its client (watch=False) has no callback on the topics
+    that carry one message per lockstep step, and says so if asked for what they carry."""
+    watched = {contract.STATE_TOPIC, contract.DIAGNOSTICS, contract.CAMERA_SKIPS_TOPIC, contract.STEP_RESULT_TOPIC}
+    taken = {}
+    for watch in (True, False):
+        node = rclpy.create_node("link_under_test", namespace=f"/{new_namespace('watch')}")
+        try:
+            link = SimClient(node, joints=False, cameras=False, watch=watch)
+            taken[watch] = {s.topic_name.rsplit("/", 1)[-1] for s in node.subscriptions}
+            if not watch:
+                for call in (lambda: link.wait_state(lambda s: True, 0.1),
+                             lambda: link.step_request(0, {}, 1, 0.1)):
+                    try:
+                        call()
+                    except RuntimeError as exc:
+                        assert "watch=False" in str(exc)
+                    else:
+                        raise AssertionError("a client that watches nothing answered from what it does not take")
+        finally:
+            node.destroy_node()
+    short = {t.rsplit("/", 1)[-1] for t in watched}
+    assert short <= taken[True], taken[True]  # the control: a watching client takes them all
+    assert not short & taken[False], taken[False]
+    assert "spec" in taken[False]

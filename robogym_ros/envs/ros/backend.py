@@ -90,7 +90,8 @@ class RosBackend:
         node_name = f"robogym_env_{os.getpid()}_{next(_names)}"
         kwargs = dict(context=self._context, start_parameter_services=False, enable_rosout=False)
         self._node = n = rclpy.create_node(node_name, namespace=ns or "/", **kwargs)
-        self._client = SimClient(n, joints=False, cameras=False)
+        # the env reads its own ticks, run states and step results (TickReader): no second copy of them
+        self._client = SimClient(n, joints=False, cameras=False, watch=False)
         if self.realtime:
             self._commands = n.create_publisher(JointState, f"{ns}/{contract.JOINT_COMMANDS}", qos.COMMAND_QOS)
         else:
