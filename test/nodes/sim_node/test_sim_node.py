@@ -156,6 +156,7 @@ def test_commands_reach_targets_and_partial_commands_keep_the_rest(make_sim):
     wait_ticks(obs, 10)
     a, b = "left_shoulder_pan", "left_elbow_flex"
     obs.send([a], [0.6])
+    t_sent = stamp_ns(obs.snapshot(obs.joint_states)[-1].header.stamp)  # a tick already published then
     obs.wait_for(lambda: abs(latest_position(obs, a) - 0.6) < 0.02, 10, f"{a} at 0.6")
     # Timed on the sim's own stamps (an observer's newest message at send time lags on a loaded
     # machine): from the first tick that held the new target to the first whose truth is there.
@@ -171,6 +172,7 @@ def test_commands_reach_targets_and_partial_commands_keep_the_rest(make_sim):
                                             lambda m, q: stamp_ns(m.header.stamp) >= t and abs(q - 0.6) < 0.02)
     obs.wait_for(lambda: reached() is not None, 10, "the held target and the truth that reached it")
     t_applied, t_reached = applied(), reached()
+    assert t_applied > t_sent, "a target held before the command was sent"  # never sooner
     # Expected: the same move in the same physics without ROS, tick for tick (its n counts the
     # tick that applied the target).
     expected_s = offline_settle_time_s("left_shoulder_pan", 0.6)
