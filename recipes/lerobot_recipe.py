@@ -32,6 +32,7 @@ import argparse
 import contextlib
 import io
 import json
+import math
 import os
 import re
 import shlex
@@ -132,7 +133,10 @@ def main(argv=None) -> int:
         "range to -1..1 (see the README for what each reached)"))
     p.add_argument("--chunk-size", type=int, default=25, help="actions per chunk (25 = 1 s)")
     p.add_argument("--log-freq", type=int, default=250)
-    p.add_argument("--save-freq", type=int, help="checkpoint every this many steps (default: at --steps only)")
+    p.add_argument("--save-freq", type=int, help="checkpoint every this many steps (default: the greatest common "
+                   "divisor of --eval-steps)")
+    p.add_argument("--eval-steps", type=int, nargs="+", help="the checkpoints evaluated, a table row each "
+                   "(default: --steps alone)")
     p.add_argument("--train-seed", type=int, default=1000)
     p.add_argument("--noise-rad", type=float, default=0.0, help="DART: noise on the targets sent [rad] (the export's)")
     p.add_argument("--noisy-share", type=float, default=1.0, help="DART: the share of noisy demonstrations")
@@ -145,6 +149,11 @@ def main(argv=None) -> int:
     eval_seeds = range(args.eval_seed, args.eval_seed + args.eval_episodes)
     if args.eval_episodes < 1 or args.demos < 1:
         p.error("--demos and --eval-episodes must be >= 1")
+    eval_steps = sorted(set(args.eval_steps or [args.steps]))
+    args.save_freq = args.save_freq or math.gcd(*eval_steps)
+    if args.save_freq < 1 or any(k < 1 or k > args.steps or k % args.save_freq for k in eval_steps):
+        p.error(f"--eval-steps {eval_steps} must be checkpoints of the run: multiples of --save-freq "
+                f"{args.save_freq} in 1 .. --steps {args.steps}")
     if max(train_seeds.start, eval_seeds.start) < min(train_seeds.stop, eval_seeds.stop):
         p.error(f"--eval-seed {args.eval_seed} with --eval-episodes {args.eval_episodes}: seeds {eval_seeds.start} .. "
                 f"{eval_seeds.stop - 1} meet the demonstrations' seeds 0 .. {args.demos - 1}")
@@ -164,31 +173,38 @@ def main(argv=None) -> int:
     print(f"dataset: {info['total_episodes']} episodes, {info['total_frames']} frames, features "
           f"{sorted(k for k in info['features'] if k.startswith(('observation', 'action')))}")
 
-    checkpoint = train / "checkpoints" / f"{args.steps:06d}" / "pretrained_model"
-    if not checkpoint.exists():
+    last = train / "checkpoints" / f"{args.steps:06d}" / "pretrained_model"
+    if not last.exists():
         shutil.rmtree(train, ignore_errors=True)  # lerobot-train refuses an existing output_dir
         figures["train_s"] = run(train_command(args, state, train), args.out / "train.log", threads)
     curve = loss_curve(args.out / "train.log", args.log_freq)
     print("loss curve (step, loss):", ", ".join(f"{s} {loss:.4g}" for s, loss in curve))
 
-    evaluation = args.out / f"eval_{args.eval_seed}_{args.eval_episodes}"
-    shutil.rmtree(evaluation, ignore_errors=True)
-    figures["eval_s"] = run(eval_command(args, checkpoint, evaluation), args.out / "eval.log", threads)
-    eval_info = json.loads((evaluation / "eval_info.json").read_text())
-    rows = outcomes(eval_info, args.eval_seed)
-    seen = {seed for seed, _ in rows}
-    assert len(seen) == len(rows) and not seen & set(train_seeds), "an evaluated seed is a training seed"
-    json_path, csv_path = write_outcomes(args.out / f"outcomes_{args.eval_seed}_{args.eval_episodes}", rows)
-    print(f"held-out seeds {args.eval_seed} .. {args.eval_seed + args.eval_episodes - 1}: success {summary(rows)} "
-          f"(lerobot-eval, {evaluation / 'eval_info.json'}; per seed: {json_path}, {csv_path})")
+    table = []
+    for steps in eval_steps:
+        checkpoint = train / "checkpoints" / f"{steps:06d}" / "pretrained_model"
+        name = f"{steps:06d}_{args.eval_seed}_{args.eval_episodes}"
+        evaluation = args.out / f"eval_{name}"
+        shutil.rmtree(evaluation, ignore_errors=True)
+        figures[f"eval {steps}_s"] = run(eval_command(args, checkpoint, evaluation), args.out / f"eval_{steps}.log",
+                                         threads)
+        eval_info = json.loads((evaluation / "eval_info.json").read_text())
+        rows = outcomes(eval_info, args.eval_seed)
+        seen = {seed for seed, _ in rows}
+        assert len(seen) == len(rows) and not seen & set(train_seeds), "an evaluated seed is a training seed"
+        json_path, csv_path = write_outcomes(args.out / f"outcomes_{name}", rows)
+        print(f"step {steps}, held-out seeds {args.eval_seed} .. {args.eval_seed + args.eval_episodes - 1}: success "
+              f"{summary(rows)} (lerobot-eval, {evaluation / 'eval_info.json'}; per seed: {json_path}, {csv_path})")
+        table.append(f"| {info['total_episodes']} of {args.demos} | {args.noise_rad:g} rad x {args.noisy_share:g} "
+                     f"| {steps} | {summary(rows)} |")
     if not args.no_expert:
         started = time.monotonic()
         pc = expert_reference(args.eval_seed, args.eval_episodes)
         print(f"the scripted expert on the same seeds (LeRobot's rollout): pc_success {pc:.1f} % "
               f"({time.monotonic() - started:.0f} s)")
     print("wall time (s): " + ", ".join(f"{k[:-2]} {v:.0f}" for k, v in figures.items()))
-    print(f"| {info['total_episodes']} of {args.demos} | {args.noise_rad:g} rad x {args.noisy_share:g} | {args.steps} "
-          f"| {summary(rows)} |")
+    print("| demonstrations kept | noise x noisy share | training steps | success on held-out seeds |")
+    print("\n".join(table))
     return 0
 
 

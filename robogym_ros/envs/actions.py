@@ -8,6 +8,7 @@ an out-of-range command.
 """
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 import numpy as np
@@ -52,6 +53,14 @@ class ActionMap:
         self._low_ok = low - EDGE_TOLERANCE
         self._high_ok = high + EDGE_TOLERANCE
 
+    def _all_in_range(self, a: np.ndarray) -> bool:
+        """Every element of one action within the space (edge tolerance included), none NaN or inf."""
+        if not self.normalized:
+            return bool(self.in_range(a).all())
+        # one bound for all: a few Python comparisons beat three numpy calls on 12 numbers
+        v = a.tolist()
+        return math.isfinite(sum(v)) and min(v) >= -1.0 - EDGE_TOLERANCE and max(v) <= 1.0 + EDGE_TOLERANCE
+
     def in_range(self, a: np.ndarray) -> np.ndarray:
         """Elementwise: within the space, edge tolerance included (a batch of actions works too).
         NaN fails both comparisons, so it is never in range."""
@@ -66,7 +75,7 @@ class ActionMap:
     def targets(self, action) -> np.ndarray:
         """Joint targets (rad, float64, a new array) for ``action``, or ValueError."""
         a = action_array(action, self.space.shape, "action", len(self.joint_names))
-        if self.in_range(a).all():  # the common case, checked in one pass
+        if self._all_in_range(a):  # the common case
             return self.clipped_targets(a)
         bad = np.flatnonzero(~np.isfinite(a))
         if bad.size:

@@ -168,7 +168,9 @@ class HandoverEnv(GoalEnv):
             raise RuntimeError("step() before reset(): call env.reset() first")
         targets = self._actions.targets(action)  # ValueError naming the joint; nothing sent
         previous = self._tick
-        self._tick = self._backend.step(dict(zip(self.joint_names, targets.tolist())), self.action_repeat)
+        # local physics takes the array as it is (all joints, in order); a sim node takes names
+        sent = targets if self.mode == "local" else dict(zip(self.joint_names, targets.tolist()))
+        self._tick = self._backend.step(sent, self.action_repeat)
         obs = self._observation(self._tick)
         info = self._info(self._tick, obs, ticks_elapsed=self._tick.index - previous.index,
                           block_before=previous.object_poses[self._block])

@@ -9,6 +9,8 @@ each further ``reset`` call does on the node.
 """
 from __future__ import annotations
 
+import numpy as np
+
 from robogym_ros.sim.physics import Physics
 from robogym_ros.sim.tick import Tick
 
@@ -39,10 +41,14 @@ class LocalBackend:
         self._physics.reset_tick()
         return self._physics.snapshot()
 
-    def step(self, targets: dict[str, float], n_ticks: int) -> Tick:
-        """Targets from the next tick on, then ``n_ticks`` control ticks; the last one's record."""
+    def step(self, targets: dict[str, float] | np.ndarray, n_ticks: int) -> Tick:
+        """Targets from the next tick on (by joint name, or a new array of all, in ``joint_names``
+        order), then ``n_ticks`` control ticks; the last one's record."""
         p = self._physics
-        p.set_targets(targets)
+        if isinstance(targets, np.ndarray):
+            p.set_all_targets(targets)
+        else:
+            p.set_targets(targets)
         blew_up = False
         for _ in range(n_ticks):
             if p.step_tick():

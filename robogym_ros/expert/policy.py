@@ -42,6 +42,15 @@ LIFT_M = 0.07
 PLACE_OFF_CENTRE_MAX_M = 0.02  # the block's centre at most this far off a pushed tray's centre
 HOVER_M = 0.015  # the block this far above its place before the last look and the last lowering
 OUT_OF_REACH = "no table grasp the arm reaches"
+# The phases in which an arm touches, grips or carries the block, or a grasp of it by the other arm
+# needs it still, by the arm's role: a perturbation of its targets there moves the block itself.
+# Outside them the arm moves in free space (robogym_ros.export.rollouts perturbs only such arms).
+NEAR_BUSY_PHASES = frozenset({
+    "near_descend", "near_close", "near_regrasp", "near_lift", "to_handover", "slide_in", "far_pregrasp",
+    "far_descend", "far_close", "far_regrasp", "near_release", "near_retract"})
+FAR_BUSY_PHASES = frozenset({
+    "slide_in", "far_descend", "far_close", "far_regrasp", "near_release", "near_retract", "far_lift", "to_tray",
+    "far_lower", "far_release", "far_table_descend", "far_table_close", "far_table_regrasp"})
 
 
 class HandoverExpert(ArmPhases):
@@ -72,6 +81,7 @@ class HandoverExpert(ArmPhases):
         self.events: list[str] = []  # retries and what caused them
         self._gen = None
         self._p: Percept | None = None
+        self._busy = {side: frozenset() for side in scene.SIDES}  # each side's phases of contact, once known
         self.timeline.reset()
         self.planner.reset()  # an episode never depends on the ones before it
 
@@ -93,6 +103,16 @@ class HandoverExpert(ArmPhases):
             pass
         return self.timeline.interpolate(percept.time_s)
 
+    def free_joints(self) -> np.ndarray:
+        """Which of the 12 joints move in free space in the current phase (bool): an arm's joints
+        unless that arm touches, grips or carries the block, or holds it still for the other arm's
+        grasp (``NEAR_BUSY_PHASES``, ``FAR_BUSY_PHASES``); the grippers never."""
+        free = ~self._is_gripper
+        for side, busy in self._busy.items():
+            if self.phase in busy:
+                free[self.arms[side].cols] = False
+        return free
+
     def preview(self, times_s) -> np.ndarray:
         """The targets the expert will send at each of ``times_s`` (sim time, after the latest
         percept) unless it starts another move: (len, 12), rad. The ROS node sends them ahead as
@@ -102,6 +122,7 @@ class HandoverExpert(ArmPhases):
     def _script(self):
         near = self.arms["left" if self._p.block_pose[1] > 0 else "right"]
         far = self.arms["right" if near.side == "left" else "left"]
+        self._busy = {near.side: NEAR_BUSY_PHASES, far.side: FAR_BUSY_PHASES}
         self._start_tray = np.array(self._p.tray_pose, dtype=np.float64)  # the goal's tray
         # The far arm lifts its gripper out of the fold now: from the fold (gripper down in front
         # of the base), one joint-space move to a pose with the wrist turned the other way

@@ -53,6 +53,10 @@ class EnvExpert:
         self._steps += 1
         return self._actions.action_of(targets)
 
+    def free_joints(self) -> np.ndarray:
+        """The joints moving in free space in the phase of the latest action (bool, 12; the expert's)."""
+        return self.expert.free_joints()
+
 
 def run_episode(env, seed: int | None, expert: EnvExpert | None = None, *, frames: list | None = None,
                 render_every: int = 0) -> EpisodeResult:

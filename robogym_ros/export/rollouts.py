@@ -20,9 +20,11 @@ last action, as float32 (``ROLLOUT_ENDS``): a replay checks the last action agai
 Noisy rollouts (DART: demonstrations that show how to recover): with ``noise_rad`` > 0, a share
 ``noisy_share`` of the episodes (spread evenly over them) send the env the policy's action plus
 Gaussian noise (standard deviation ``noise_rad`` per arm joint and step, drawn from the episode's seed,
-clipped to the joints' ranges). The grippers get none: a gripper target perturbed while it holds the block
-lets the block slip (the expert placed 8 of 10 episodes at 0.005 rad with noisy grippers, 2 of 10 at 0.01,
-0 of 20 at 0.02), and what DART teaches is to bring the arm back onto its path. The frame's
+clipped to the joints' ranges). The grippers get none, and where the policy says which joints move in
+free space (``policy.free_joints()``, the expert's: bool per joint, after each action) only those do: an
+arm that grips, carries or holds the block still for the other arm's grasp moves the block itself when
+perturbed (the expert finished none of 10 episodes with 0.02 rad on every arm joint all along: the block
+slipped at the handover), and what DART teaches is to bring a free arm back onto its path. The frame's
 ``action`` is the policy's clean action for the state actually reached, which the expert computes
 from the perturbed scene (its grasp checks replan on what the physics shows); the targets sent are
 stored as ``sim_executed_action``, which a replay sends.
@@ -178,7 +180,8 @@ def rollouts(env: HandoverEnv, n_episodes: int, factory: PolicyFactory, *, seed:
             action = np.asarray(policy(obs), np.float64).astype(np.float32).astype(np.float64)
             sent = action
             if noisy:  # float32 inside the ranges, as stored: a replay of it is exact
-                sent = np.clip(action + rng.normal(0.0, noise_rad, n) * noisy_joints, low, high).astype(np.float32)
+                free = noisy_joints & policy.free_joints() if hasattr(policy, "free_joints") else noisy_joints
+                sent = np.clip(action + rng.normal(0.0, noise_rad, n) * free, low, high).astype(np.float32)
                 sent = np.clip(sent.astype(np.float64), low, high)
             objects = obs["observation"][poses].reshape(len(env.object_names), -1)[order].reshape(-1)
             frames.append(RolloutFrame(int(info["stamp_ns"]), obs["observation"][:n].copy(), action.copy(),

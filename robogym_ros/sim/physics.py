@@ -110,6 +110,7 @@ class Physics:
         self.data = mujoco.MjData(self.model)
         # A view of the blow-up warnings' counts, kept: indexing data.warning per tick is costly.
         self._blow_up_counts = self.data.warning.number[_BLOW_UP]
+        self._no_blow_up = bytes(self._blow_up_counts.nbytes)  # their bytes while none happened
         self._state_size = mujoco.mj_stateSize(self.model, STATE_SPEC)
         self.decimation = int(decimation)
         # Integer nanoseconds keep the tick grid exact: stamp = index * control_dt_ns.
@@ -123,6 +124,13 @@ class Physics:
         self._actuator_of = {j.name: int(a) for j, a in zip(self.joints, self._actuators)}
         self._actuators_of_names: dict[tuple[str, ...], np.ndarray] = {}  # the lookups made, by joint names
         self._pose_idx = (self._object_adr[:, None] + np.arange(POSE_SIZE)).ravel()
+        # A snapshot's positions, velocities and poses are one gather from its state vector (which
+        # starts with time, qpos, qvel): where each sits there.
+        qpos_at = mujoco.mj_stateSize(self.model, mujoco.mjtState.mjSTATE_TIME)
+        qvel_at = mujoco.mj_stateSize(self.model, mujoco.mjtState.mjSTATE_TIME | mujoco.mjtState.mjSTATE_QPOS)
+        self._of_state = np.concatenate((qpos_at + self._qpos_adr, qvel_at + self._dof_adr, qpos_at + self._pose_idx))
+        self._n_servos = len(self._actuators)
+        self._all_names = tuple(j.name for j in self.joints)
         self._dual_arm = scene.is_dual_arm_scene(self.model)
         self._rng = np.random.default_rng(seed)
         # Which sequence the scene comes from, and its place in it: scene 0 is drawn here, so
@@ -208,6 +216,13 @@ class Physics:
         values = np.fromiter(targets.values(), dtype=np.float64, count=len(actuators))
         self._pending.append(("targets", (actuators, values, tuple(targets))))
 
+    def set_all_targets(self, values: np.ndarray) -> None:
+        """:meth:`set_targets` of every servo, in ``joint_names`` order (``values``: a new float64
+        array the caller hands over; the env's path, no names to look up)."""
+        if values.shape != (self._n_servos,):
+            raise ValueError(f"targets for all {self._n_servos} servos expected, got shape {values.shape}")
+        self._pending.append(("targets", (self._actuators, values, self._all_names)))
+
     # --- joint trajectories (robogym_ros.sim.trajectory_follower) --------------------------
     def set_trajectory(self, command: TrajectoryCommand) -> None:
         """Queue a trajectory; from the next control tick on it replaces the running one of
@@ -256,7 +271,7 @@ class Physics:
     def end_tick(self) -> bool:
         """Close a control tick. True if the scene blew up, in which case it was reset."""
         self.tick_index += 1
-        if self._blow_up_counts.any():
+        if self._blow_up_counts.tobytes() != self._no_blow_up:  # a bytes compare: ~7x cheaper than any()
             self._blow_up_counts[:] = 0
             self.reset()
             return True
@@ -267,14 +282,16 @@ class Physics:
         d = self.data
         state = np.empty(self._state_size)
         mujoco.mj_getState(self.model, d, state, STATE_SPEC)
+        n = self._n_servos
+        gathered = state[self._of_state]  # one new buffer: the tick's own, as a received tick's
         return Tick(
             index=self.tick_index,
             stamp_ns=self.tick_index * self.control_dt_ns,
             episode=self.episode,
-            position=d.qpos[self._qpos_adr],
-            velocity=d.qvel[self._dof_adr],
+            position=gathered[:n],
+            velocity=gathered[n:2 * n],
             effort=d.actuator_force[self._actuators],
-            object_poses=d.qpos[self._pose_idx].reshape(-1, POSE_SIZE),
+            object_poses=gathered[2 * n:].reshape(-1, POSE_SIZE),
             state=state,
             blew_up=blew_up,
         )

@@ -46,10 +46,16 @@ def test_the_label_is_the_experts_clean_action_for_the_state_the_noise_led_to(no
             obs, _ = env.reset(seed=int(rows[SEED][sel][0]))
             expert = EnvExpert(env)
             expert.reset()
+            held_still = 0  # frames of the noisy episode with an arm's joints kept clean
             for k, target in enumerate(sent):
                 clean = np.asarray(expert(obs), np.float64).astype(np.float32)
                 assert np.array_equal(clean, label[k].astype(np.float32)), (e, k)
+                # an arm that grips, carries or steadies the block gets no noise: only free joints differ
+                free = expert.free_joints()
+                assert np.array_equal(sent[k][~free], label[k][~free]), (e, k, expert.expert.phase)
+                held_still += want_noisy and not free[~np.isin(np.arange(12), grippers)].all()
                 obs, *_ = env.step(target)
+            assert held_still > 10 or not want_noisy, held_still  # the near arm's grasp is inside 60 steps
         clean_states = next(rollouts(env, 1, EnvExpert, seed=int(rows[SEED][rows["episode_index"] == 1][0]),
                                      max_steps=60)).frames
         noisy_states = rows[STATE][rows["episode_index"] == 1]
