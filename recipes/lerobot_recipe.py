@@ -42,6 +42,7 @@ import sys
 import time
 from pathlib import Path
 
+from robogym_ros.export.dataset import floor_environment_state_std
 from robogym_ros.export.evaluation import outcomes, summary, write_outcomes
 
 BIN = Path(sys.executable).parent
@@ -131,6 +132,10 @@ def main(argv=None) -> int:
         "how the environment state is normalised: MEAN_STD like the joints (the README's recipe); IDENTITY, "
         "LeRobot's default for it, leaves metres and quaternions as they are; MIN_MAX maps the demonstrations' "
         "range to -1..1 (see the README for what each reached)"))
+    p.add_argument("--env-std-floor", action="store_true", help=(
+        "normalise the environment state with each standard deviation at least "
+        "robogym_ros.export.dataset.ENVIRONMENT_STATE_STD_FLOOR (1 cm, 0.05 of a quaternion): the demonstrations "
+        "hold the tray's height and tilt still to hundredths of a millimetre"))
     p.add_argument("--chunk-size", type=int, default=25, help="actions per chunk (25 = 1 s)")
     p.add_argument("--log-freq", type=int, default=250)
     p.add_argument("--save-freq", type=int, help="checkpoint every this many steps (default: the greatest common "
@@ -169,6 +174,9 @@ def main(argv=None) -> int:
                   str(state), "--task", TASK, "--environment-state", "--only-success", "--no-cameras",
                   "--noise-rad", str(args.noise_rad), "--noisy-share", str(args.noisy_share)]
         figures["export_s"] = run(export, args.out / "export.log")
+    raised = floor_environment_state_std(state, args.env_std_floor)  # what training normalises with
+    how = f"the std floor (raised: {', '.join(raised)})" if args.env_std_floor else "its measured std"
+    print(f"environment state normalised with {how}")
     info = json.loads((state / "meta" / "info.json").read_text())
     print(f"dataset: {info['total_episodes']} episodes, {info['total_frames']} frames, features "
           f"{sorted(k for k in info['features'] if k.startswith(('observation', 'action')))}")
@@ -196,14 +204,15 @@ def main(argv=None) -> int:
         print(f"step {steps}, held-out seeds {args.eval_seed} .. {args.eval_seed + args.eval_episodes - 1}: success "
               f"{summary(rows)} (lerobot-eval, {evaluation / 'eval_info.json'}; per seed: {json_path}, {csv_path})")
         table.append(f"| {info['total_episodes']} of {args.demos} | {args.noise_rad:g} rad x {args.noisy_share:g} "
-                     f"| {steps} | {summary(rows)} |")
+                     f"| {'floor' if args.env_std_floor else 'measured'} | {steps} | {summary(rows)} |")
     if not args.no_expert:
         started = time.monotonic()
         pc = expert_reference(args.eval_seed, args.eval_episodes)
         print(f"the scripted expert on the same seeds (LeRobot's rollout): pc_success {pc:.1f} % "
               f"({time.monotonic() - started:.0f} s)")
     print("wall time (s): " + ", ".join(f"{k[:-2]} {v:.0f}" for k, v in figures.items()))
-    print("| demonstrations kept | noise x noisy share | training steps | success on held-out seeds |")
+    print("| demonstrations kept | noise x noisy share | environment state std | training steps "
+          "| success on held-out seeds |")
     print("\n".join(table))
     return 0
 

@@ -13,6 +13,7 @@ extra (``pip install .[lerobot]``).
 """
 from __future__ import annotations
 
+import json
 import os
 from contextlib import contextmanager
 from pathlib import Path
@@ -38,6 +39,13 @@ STAMP = "sim_stamp_ns"
 # action plus the injected noise; ``action`` keeps the clean label. A replay sends these. Not under
 # observation./action.: policies ignore it.
 EXECUTED = "sim_executed_action"
+# The least standard deviation floor_environment_state_std gives each environment_state component (m for
+# x y z, quaternion components as they are): what LeRobot's MEAN_STD normalisation divides by. The
+# demonstrations hold the tray still on the table (its height and tilt vary by hundredths of a
+# millimetre), so the measured spread makes a millimetre's knock to the tray dozens of standard
+# deviations at a policy's input, a state no demonstration shows.
+ENVIRONMENT_STATE_STD_FLOOR = {"x": 0.01, "y": 0.01, "z": 0.01, "qw": 0.05, "qx": 0.05, "qy": 0.05, "qz": 0.05}
+MEASURED_STD = "meta/environment_state_std.json"  # each component's measured standard deviation
 MISSING_LEROBOT = ("exporting a LeRobot dataset needs the optional lerobot extra (Python >= 3.12 for lerobot 0.6): "
                    "pip install -e '.[lerobot]'")
 
@@ -184,8 +192,21 @@ class DatasetWriter:
         with keeping_scheduling():
             dataset.finalize()
 
-    def __enter__(self) -> "DatasetWriter":
-        return self
 
-    def __exit__(self, *exc: object) -> None:
-        self.close()
+def floor_environment_state_std(root: str | Path, floor: bool = True) -> list[str]:
+    """Raise each environment_state std in a dataset's ``meta/stats.json`` (what LeRobot normalises
+    with when it trains) to at least ENVIRONMENT_STATE_STD_FLOOR, the measured values kept in
+    MEASURED_STD; ``floor=False`` puts the measured values back. Calling it again changes nothing.
+    The components the floor raises, by name."""
+    path = Path(root) / "meta" / "stats.json"
+    stats = json.loads(path.read_text())
+    if ENVIRONMENT_STATE not in stats:
+        raise ValueError(f"{root} has no {ENVIRONMENT_STATE} (exported without --environment-state)")
+    entry = stats[ENVIRONMENT_STATE]
+    kept = Path(root) / MEASURED_STD
+    measured = list(json.loads(kept.read_text()).values()) if kept.exists() else [float(v) for v in entry["std"]]
+    floors = [ENVIRONMENT_STATE_STD_FLOOR[c] for _ in ENVIRONMENT_OBJECTS for c in POSE_LAYOUT]
+    entry["std"] = [max(v, f) for v, f in zip(measured, floors, strict=True)] if floor else measured
+    kept.write_text(json.dumps(dict(zip(environment_state_names(), measured, strict=True)), indent=1))
+    path.write_text(json.dumps(stats, indent=4))
+    return [n for n, v, f in zip(environment_state_names(), measured, floors) if v < f]

@@ -28,8 +28,8 @@ def test_two_checkpoints_are_each_a_row_of_the_table(tmp_path, capsys):
                            "--encoder-layers", "1", "--batch-size", "4"]) == 0
     printed = capsys.readouterr().out
     rows = [line for line in printed.splitlines() if line.startswith("| ") and "rad x" in line]
-    assert [r.split(" | ")[2] for r in rows] == ["2", "4"], printed
-    assert all(r.startswith("| 2 of 2 | 0.02 rad x 0.5 |") and "Wilson 95 %" in r for r in rows), rows
+    assert [r.split(" | ")[3] for r in rows] == ["2", "4"], printed
+    assert all(r.startswith("| 2 of 2 | 0.02 rad x 0.5 | measured |") and "Wilson 95 %" in r for r in rows), rows
     for steps in (2, 4):
         seeds = json.loads((out / f"outcomes_{steps:06d}_100000_1.json").read_text())["seeds"]
         assert seeds == [100000]
