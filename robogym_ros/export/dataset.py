@@ -192,6 +192,12 @@ class DatasetWriter:
         with keeping_scheduling():
             dataset.finalize()
 
+    def __enter__(self) -> "DatasetWriter":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
 
 def floor_environment_state_std(root: str | Path, floor: bool = True) -> list[str]:
     """Raise each environment_state std in a dataset's ``meta/stats.json`` (what LeRobot normalises
