@@ -174,6 +174,12 @@ def main(argv=None) -> int:
                   str(state), "--task", TASK, "--environment-state", "--only-success", "--no-cameras",
                   "--noise-rad", str(args.noise_rad), "--noisy-share", str(args.noisy_share)]
         figures["export_s"] = run(export, args.out / "export.log")
+    last = train / "checkpoints" / f"{args.steps:06d}" / "pretrained_model"
+    normalised = "floor" if args.env_std_floor else "measured"
+    mode_file = args.out / "env_std_trained_with"  # a checkpoint kept from before must match the row it gives
+    if last.exists() and mode_file.exists() and mode_file.read_text() != normalised:
+        sys.exit(f"{train} was trained with the environment state's {mode_file.read_text()} std, not the "
+                 f"{normalised} one asked for: add or drop --env-std-floor, or use another --out")
     raised = floor_environment_state_std(state, args.env_std_floor)  # what training normalises with
     how = f"the std floor (raised: {', '.join(raised)})" if args.env_std_floor else "its measured std"
     print(f"environment state normalised with {how}")
@@ -181,10 +187,10 @@ def main(argv=None) -> int:
     print(f"dataset: {info['total_episodes']} episodes, {info['total_frames']} frames, features "
           f"{sorted(k for k in info['features'] if k.startswith(('observation', 'action')))}")
 
-    last = train / "checkpoints" / f"{args.steps:06d}" / "pretrained_model"
     if not last.exists():
         shutil.rmtree(train, ignore_errors=True)  # lerobot-train refuses an existing output_dir
         figures["train_s"] = run(train_command(args, state, train), args.out / "train.log", threads)
+        mode_file.write_text(normalised)
     curve = loss_curve(args.out / "train.log", args.log_freq)
     print("loss curve (step, loss):", ", ".join(f"{s} {loss:.4g}" for s, loss in curve))
 
@@ -204,7 +210,7 @@ def main(argv=None) -> int:
         print(f"step {steps}, held-out seeds {args.eval_seed} .. {args.eval_seed + args.eval_episodes - 1}: success "
               f"{summary(rows)} (lerobot-eval, {evaluation / 'eval_info.json'}; per seed: {json_path}, {csv_path})")
         table.append(f"| {info['total_episodes']} of {args.demos} | {args.noise_rad:g} rad x {args.noisy_share:g} "
-                     f"| {'floor' if args.env_std_floor else 'measured'} | {steps} | {summary(rows)} |")
+                     f"| {normalised} | {steps} | {summary(rows)} |")
     if not args.no_expert:
         started = time.monotonic()
         pc = expert_reference(args.eval_seed, args.eval_episodes)

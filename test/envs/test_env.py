@@ -280,10 +280,23 @@ def test_block_dropped_into_the_tray_succeeds_once_it_rests():
 
 # --- bad input: one clear error, nothing changed ---------------------------------------------
 
+def test_actions_at_the_edges_within_float32_rounding_are_taken():
+    env = HandoverEnv()
+    try:
+        env.reset(seed=8)
+        edge = np.array([1.0 + 5e-7, -1.0 - 5e-7] * 6)  # a float32 sample of the bounds may be a hair out
+        env.step(edge)
+        assert np.array_equal(env._actions.targets(edge), env._actions.targets(np.array([1.0, -1.0] * 6)))
+    finally:
+        env.close()
+
+
 @pytest.mark.parametrize("action, message", [
     (np.zeros(11), r"action must have shape \(12,\), got \(11,\)"),
     (np.array([0.0] * 5 + [np.nan] + [0.0] * 6), r"action for 'left_gripper' is not finite"),
     (np.array([0.0] * 7 + [1.5] + [0.0] * 4), r"action for 'right_shoulder_lift' is 1\.5, outside \[-1, 1\]"),
+    (np.array([-1.0 - 2e-6] + [0.0] * 11), r"action for 'left_shoulder_pan' is -1, outside \[-1, 1\]"),
+    (np.array([np.inf] + [0.0] * 10 + [-np.inf]), r"action for 'left_shoulder_pan' is not finite"),
     ("fast", r"action must be 12 numbers"),
 ])
 def test_bad_action_is_refused_and_changes_nothing(action, message):

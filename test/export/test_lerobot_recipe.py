@@ -34,6 +34,11 @@ def test_two_checkpoints_are_each_a_row_of_the_table(tmp_path, capsys):
         seeds = json.loads((out / f"outcomes_{steps:06d}_100000_1.json").read_text())["seeds"]
         assert seeds == [100000]
         assert (out / "train" / "checkpoints" / f"{steps:06d}" / "pretrained_model").is_dir()
+    # the checkpoints kept were trained on the measured std: a row saying "floor" would be false
+    stats = (out / "demos_state" / "meta" / "stats.json").read_text()
+    with pytest.raises(SystemExit, match="trained with the environment state's measured std, not the floor"):
+        _recipe().main(["--out", str(out), "--demos", "2", "--steps", "4", "--env-std-floor"])
+    assert (out / "demos_state" / "meta" / "stats.json").read_text() == stats
 
 
 @pytest.mark.parametrize("args, says", [
