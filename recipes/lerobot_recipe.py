@@ -20,7 +20,12 @@ README's commands ("Train and evaluate with LeRobot"), with its defaults:
    recipes/compare_evals.py compares; the last line is the table row (demos x noise x steps ->
    success, interval).
 
-``--noise-rad`` / ``--noisy-share`` export noisy demonstrations (DART, docs/lerobot.md).
+``--noise-rad`` / ``--noisy-share`` export noisy demonstrations (DART, docs/lerobot.md);
+``--grasp-frames`` adds both grippers' grasp frames to the environment state, ``--relative-actions``
+makes each action the targets less the observed joint positions; the evaluation gives the policy
+the same (``--env.environment_state``, ``--env.action_mode``, from the dataset's meta/robogym.json).
+``--lr-schedule cosine`` lets the learning rate fall from ``--lr`` to a hundredth of it at ``--steps``
+(ACT's preset keeps it constant).
 
 A step whose output exists already (the dataset, a checkpoint at ``--steps``) is not run again, so a
 run can be resumed by running the same command; ``--fresh`` removes ``--out`` first. Nothing it writes
@@ -44,6 +49,7 @@ from pathlib import Path
 
 from robogym_ros.export.dataset import floor_environment_state_std
 from robogym_ros.export.evaluation import outcomes, summary, write_outcomes
+from robogym_ros.export.rollouts import LAYOUT
 
 BIN = Path(sys.executable).parent
 TASK = "hand the block to the other arm and lay it in the tray"
@@ -72,7 +78,7 @@ def train_command(args, dataset: Path, train: Path) -> list[str]:
             f"--policy.n_heads={args.n_heads}", f"--policy.dim_feedforward={args.dim_feedforward}",
             f"--policy.n_encoder_layers={args.encoder_layers}", "--policy.use_vae=false",
             f"--policy.chunk_size={args.chunk_size}", f"--policy.n_action_steps={args.chunk_size}",
-            f"--policy.optimizer_lr={args.lr}",
+            f"--policy.optimizer_lr={args.lr}", *lr_schedule_flags(args),
             # LeRobot leaves the ENV type unnormalised by default: see --env-normalization
             '--policy.normalization_mapping={"VISUAL": "MEAN_STD", "STATE": "MEAN_STD", '
             f'"ENV": "{args.env_normalization}", "ACTION": "MEAN_STD"}}',
@@ -81,9 +87,23 @@ def train_command(args, dataset: Path, train: Path) -> list[str]:
             f"--seed={args.train_seed}", f"--output_dir={train}"]
 
 
-def eval_command(args, checkpoint: Path, out: Path) -> list[str]:
+def lr_schedule_flags(args) -> list[str]:
+    """``constant``: ACT's own preset (AdamW at --lr); ``cosine``: the same AdamW, its rate falling
+    from --lr at step 0 to a hundredth of it at --steps (LeRobot's cosine_decay_with_warmup, no warmup),
+    so the last checkpoints are the settled ones."""
+    if args.lr_schedule == "constant":
+        return []
+    return ["--use_policy_training_preset=false", "--optimizer.type=adamw", f"--optimizer.lr={args.lr}",
+            "--optimizer.weight_decay=1e-4", "--optimizer.grad_clip_norm=10",
+            "--scheduler.type=cosine_decay_with_warmup", "--scheduler.num_warmup_steps=0",
+            f"--scheduler.num_decay_steps={args.steps}", f"--scheduler.peak_lr={args.lr}",
+            f"--scheduler.decay_lr={args.lr / 100}"]
+
+
+def eval_command(args, checkpoint: Path, out: Path, layout: dict) -> list[str]:
     return [str(BIN / "lerobot-eval"), "--env.type=robogym_handover", f"--policy.path={checkpoint}",
-            "--env.obs_type=environment_state_agent_pos", "--policy.temporal_ensemble_coeff=0.01",
+            "--env.obs_type=environment_state_agent_pos", f"--env.environment_state={layout['environment_state']}",
+            f"--env.action_mode={layout['action_mode']}", "--policy.temporal_ensemble_coeff=0.01",
             "--policy.n_action_steps=1", f"--eval.n_episodes={args.eval_episodes}", "--eval.batch_size=1",
             f"--seed={args.eval_seed}", f"--output_dir={out}"]
 
@@ -124,6 +144,8 @@ def main(argv=None) -> int:
     p.add_argument("--steps", type=int, default=6000, help="lerobot-train steps")
     p.add_argument("--batch-size", type=int, default=32)
     p.add_argument("--lr", type=float, default=1e-4)
+    p.add_argument("--lr-schedule", choices=["constant", "cosine"], default="constant", help=(
+        "constant (ACT's preset), or cosine: from --lr down to a hundredth of it at --steps"))
     p.add_argument("--dim-model", type=int, default=256)
     p.add_argument("--n-heads", type=int, default=4)
     p.add_argument("--dim-feedforward", type=int, default=1024)
@@ -145,6 +167,8 @@ def main(argv=None) -> int:
     p.add_argument("--train-seed", type=int, default=1000)
     p.add_argument("--noise-rad", type=float, default=0.0, help="DART: noise on the targets sent [rad] (the export's)")
     p.add_argument("--noisy-share", type=float, default=1.0, help="DART: the share of noisy demonstrations")
+    p.add_argument("--grasp-frames", action="store_true", help="the environment state ends with both grasp frames")
+    p.add_argument("--relative-actions", action="store_true", help="actions: the targets less the joint positions")
     p.add_argument("--eval-episodes", type=int, default=200, help="held-out episodes (200: an interval of about "
                    "+-7 points)")
     p.add_argument("--eval-seed", type=int, default=100000, help="the first held-out seed")
@@ -173,13 +197,26 @@ def main(argv=None) -> int:
         export = [sys.executable, "-m", "robogym_ros.export.lerobot", "--rollouts", str(args.demos), "--out",
                   str(state), "--task", TASK, "--environment-state", "--only-success", "--no-cameras",
                   "--noise-rad", str(args.noise_rad), "--noisy-share", str(args.noisy_share)]
+        export += ["--grasp-frames"] * args.grasp_frames + ["--relative-actions"] * args.relative_actions
         figures["export_s"] = run(export, args.out / "export.log")
+    layout_file = state / LAYOUT
+    kept = json.loads(layout_file.read_text()) if layout_file.exists() else {}
+    layout = {"environment_state": kept.get("environment_state", "objects"),
+              "action_mode": kept.get("action_mode", "absolute")}
+    asked = {"environment_state": "objects_grasp" if args.grasp_frames else "objects",
+             "action_mode": "relative" if args.relative_actions else "absolute"}
+    if layout != asked:
+        sys.exit(f"{state} holds {layout}, not the {asked} asked for: add or drop --grasp-frames / "
+                 "--relative-actions, or use another --out")
     last = train / "checkpoints" / f"{args.steps:06d}" / "pretrained_model"
     normalised = "floor" if args.env_std_floor else "measured"
-    mode_file = args.out / "env_std_trained_with"  # a checkpoint kept from before must match the row it gives
-    if last.exists() and mode_file.exists() and mode_file.read_text() != normalised:
-        sys.exit(f"{train} was trained with the environment state's {mode_file.read_text()} std, not the "
-                 f"{normalised} one asked for: add or drop --env-std-floor, or use another --out")
+    trained_with = {"environment state std": normalised, "lr schedule": args.lr_schedule}
+    mode_file = args.out / "trained_with.json"  # a checkpoint kept from before must match the row it gives
+    if last.exists() and mode_file.exists() and json.loads(mode_file.read_text()) != trained_with:
+        kept_with = json.loads(mode_file.read_text())
+        sys.exit(f"{train} was trained with the environment state's {kept_with['environment state std']} std "
+                 f"and the {kept_with['lr schedule']} lr schedule, not the {normalised} std and "
+                 f"{args.lr_schedule} schedule asked for: change --env-std-floor / --lr-schedule, or use another --out")
     raised = floor_environment_state_std(state, args.env_std_floor)  # what training normalises with
     how = f"the std floor (raised: {', '.join(raised)})" if args.env_std_floor else "its measured std"
     print(f"environment state normalised with {how}")
@@ -190,18 +227,19 @@ def main(argv=None) -> int:
     if not last.exists():
         shutil.rmtree(train, ignore_errors=True)  # lerobot-train refuses an existing output_dir
         figures["train_s"] = run(train_command(args, state, train), args.out / "train.log", threads)
-        mode_file.write_text(normalised)
+        mode_file.write_text(json.dumps(trained_with))
     curve = loss_curve(args.out / "train.log", args.log_freq)
     print("loss curve (step, loss):", ", ".join(f"{s} {loss:.4g}" for s, loss in curve))
 
     table = []
+    schedule = " (cosine lr)" if args.lr_schedule == "cosine" else ""
     for steps in eval_steps:
         checkpoint = train / "checkpoints" / f"{steps:06d}" / "pretrained_model"
         name = f"{steps:06d}_{args.eval_seed}_{args.eval_episodes}"
         evaluation = args.out / f"eval_{name}"
         shutil.rmtree(evaluation, ignore_errors=True)
-        figures[f"eval {steps}_s"] = run(eval_command(args, checkpoint, evaluation), args.out / f"eval_{steps}.log",
-                                         threads)
+        figures[f"eval {steps}_s"] = run(eval_command(args, checkpoint, evaluation, layout),
+                                         args.out / f"eval_{steps}.log", threads)
         eval_info = json.loads((evaluation / "eval_info.json").read_text())
         rows = outcomes(eval_info, args.eval_seed)
         seen = {seed for seed, _ in rows}
@@ -210,15 +248,16 @@ def main(argv=None) -> int:
         print(f"step {steps}, held-out seeds {args.eval_seed} .. {args.eval_seed + args.eval_episodes - 1}: success "
               f"{summary(rows)} (lerobot-eval, {evaluation / 'eval_info.json'}; per seed: {json_path}, {csv_path})")
         table.append(f"| {info['total_episodes']} of {args.demos} | {args.noise_rad:g} rad x {args.noisy_share:g} "
-                     f"| {normalised} | {steps} | {summary(rows)} |")
+                     f"| {normalised} | {layout['environment_state']} | {layout['action_mode']} | {steps}{schedule} "
+                     f"| {summary(rows)} |")
     if not args.no_expert:
         started = time.monotonic()
         pc = expert_reference(args.eval_seed, args.eval_episodes)
         print(f"the scripted expert on the same seeds (LeRobot's rollout): pc_success {pc:.1f} % "
               f"({time.monotonic() - started:.0f} s)")
     print("wall time (s): " + ", ".join(f"{k[:-2]} {v:.0f}" for k, v in figures.items()))
-    print("| demonstrations kept | noise x noisy share | environment state std | training steps "
-          "| success on held-out seeds |")
+    print("| demonstrations kept | noise x noisy share | environment state std | environment state | actions "
+          "| training steps | success on held-out seeds |")
     print("\n".join(table))
     return 0
 

@@ -59,6 +59,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--environment-state", action="store_true", help=(
         "add observation.environment_state: the block's then the tray's pose, x y z qw qx qy qz each "
         "(14 float32, block.x ... tray.qz)"))
+    p.add_argument("--grasp-frames", action="store_true", help=(
+        "rollouts with --environment-state: append both grippers' grasp frames (position and rotation, 18 float32 "
+        "from the frame's joint positions, left_grasp.x ... right_grasp.yz); lerobot-eval: "
+        "--env.environment_state=objects_grasp"))
+    p.add_argument("--relative-actions", action="store_true", help=(
+        "rollouts: store each action as the targets less the frame's joint positions (the targets sent as "
+        "sim_executed_action); lerobot-eval: --env.action_mode=relative"))
     return p
 
 
@@ -70,6 +77,12 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_USAGE
     if not args.task.strip():
         print("error: --task must not be empty", file=sys.stderr)
+        return EXIT_USAGE
+    if (args.grasp_frames or args.relative_actions) and args.bag is not None:
+        print("error: --grasp-frames and --relative-actions are for --rollouts", file=sys.stderr)
+        return EXIT_USAGE
+    if args.grasp_frames and not args.environment_state:
+        print("error: --grasp-frames needs --environment-state (the grasp frames are part of it)", file=sys.stderr)
         return EXIT_USAGE
     if args.no_cameras and args.bag is not None:
         print("error: --no-cameras is for --rollouts: a bag's frames are its camera frames", file=sys.stderr)
@@ -121,7 +134,8 @@ def _from_rollouts(args: argparse.Namespace, out: Path) -> int:
                             max_steps=args.max_steps, repo_id=args.repo_id, on_episode=report,
                             only_success=args.only_success, environment_state=args.environment_state,
                             success_hold_s=args.success_hold_s, noise_rad=args.noise_rad,
-                            noisy_share=args.noisy_share)
+                            noisy_share=args.noisy_share, grasp_frames=args.grasp_frames,
+                            relative_actions=args.relative_actions)
     if not writer.n_episodes:
         raise ValueError(f"no episode to write: none of the {args.rollouts} rollouts succeeded")
     _summary(writer, writer.fps, cameras)

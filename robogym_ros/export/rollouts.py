@@ -29,6 +29,11 @@ slipped at the handover), and what DART teaches is to bring a free arm back onto
 from the perturbed scene (its grasp checks replan on what the physics shows); the targets sent are
 stored as ``sim_executed_action``, which a replay sends.
 
+Layouts (``LAYOUT``): ``grasp_frames`` appends both grippers' grasp frames, computed from the
+frame's joint positions (``envs.grasp_frames``), to the environment state; ``relative_actions``
+stores each action as the targets less the frame's joint positions (the env's
+``action_mode="relative"`` adds them back), and the targets sent as ``sim_executed_action``.
+
 A policy is made per episode by a factory, ``factory(env) -> policy``, with ``policy(obs) ->
 targets`` in rad (the env is made with ``normalize_actions=False``). ``sweep`` is a
 deterministic motion that does not solve the task; ``expert`` is the scripted handover
@@ -46,12 +51,17 @@ from typing import Callable, Iterator, Sequence
 import numpy as np
 
 from robogym_ros.contract import NS_PER_S
+from robogym_ros.envs.grasp_frames import GraspFrames
 from robogym_ros.envs.handover import HandoverEnv
 from robogym_ros.export.dataset import ENVIRONMENT_OBJECTS, DatasetWriter
 
 Policy = Callable[[dict], np.ndarray]
 PolicyFactory = Callable[[HandoverEnv], Policy]
 ROLLOUT_ENDS = "meta/rollout_ends.json"  # per episode: the state its last action led to
+# what the dataset's environment_state and action hold: {"environment_state": "objects" or
+# "objects_grasp", "action_mode": "absolute" or "relative"}, the env options that give a policy
+# trained on it the same inputs and outputs (envs.lerobot_view); and the noise it was made with
+LAYOUT = "meta/robogym.json"
 SUCCESS_HOLD_S = 1.0  # success held this long ends an episode (the release and the retreat inside it)
 
 
@@ -215,26 +225,34 @@ def write_rollouts(out, task: str, n_episodes: int, factory: PolicyFactory, *, s
                    on_episode: Callable[[RolloutEpisode], None] | None = None,
                    only_success: bool = False, environment_state: bool = False,
                    success_hold_s: float = SUCCESS_HOLD_S, noise_rad: float = 0.0,
-                   noisy_share: float = 1.0) -> DatasetWriter:
+                   noisy_share: float = 1.0, grasp_frames: bool = False,
+                   relative_actions: bool = False) -> DatasetWriter:
     """Roll out and write a new dataset at ``out``; ``on_episode`` sees each episode (a test does);
     ``only_success`` leaves out episodes that did not end in success; ``environment_state`` adds
     the objects' poses; ``noise_rad`` and ``noisy_share`` inject noise (the module's docstring) and
-    store the targets sent. Every frame carries its episode's seed (``sim_seed``)."""
+    store the targets sent; ``grasp_frames`` and ``relative_actions``: the layouts above. Every frame
+    carries its episode's seed (``sim_seed``)."""
     check_noise(noise_rad, noisy_share)
-    executed = noise_rad > 0 and noisy_share > 0
+    if grasp_frames and not environment_state:
+        raise ValueError("grasp frames are part of the environment state: ask for it too (--environment-state)")
+    executed = (noise_rad > 0 and noisy_share > 0) or relative_actions
     env = make_env(cameras, width_px=width_px, height_px=height_px, action_repeat=action_repeat)
+    grasp = GraspFrames(env.joint_names) if grasp_frames else None
     ends = []
     try:
         sizes = {c: (height_px, width_px) for c in cameras}
         with DatasetWriter(out, fps=fps_of(env), joint_names=env.joint_names, camera_sizes=sizes, task=task,
                            repo_id=repo_id, environment_state=environment_state, seeds=True,
-                           executed=executed) as writer:
+                           executed=executed, grasp_frames=grasp_frames) as writer:
             for episode in rollouts(env, n_episodes, factory, seed=seed, max_steps=max_steps,
                                     success_hold_s=success_hold_s, noise_rad=noise_rad,
                                     noisy_share=noisy_share):
                 if episode.outcome == "success" or not only_success:
                     for f in episode.frames:
-                        writer.add(f.stamp_ns, f.state, f.action, f.images, environment_state=f.environment_state,
+                        objects = f.environment_state if grasp is None else np.concatenate(
+                            [f.environment_state, grasp(f.state)])
+                        action = f.action - f.state if relative_actions else f.action
+                        writer.add(f.stamp_ns, f.state, action, f.images, environment_state=objects,
                                    seed=episode.seed, executed=f.executed)
                     writer.end_episode()
                     e = episode.end
@@ -246,4 +264,7 @@ def write_rollouts(out, task: str, n_episodes: int, factory: PolicyFactory, *, s
     finally:
         env.close()
     (Path(out) / ROLLOUT_ENDS).write_text(json.dumps({"episodes": ends}))
+    (Path(out) / LAYOUT).write_text(json.dumps({"environment_state": "objects_grasp" if grasp_frames else "objects",
+                                                "action_mode": "relative" if relative_actions else "absolute",
+                                                "noise_rad": noise_rad, "noisy_share": noisy_share}))
     return writer

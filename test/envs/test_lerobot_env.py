@@ -130,3 +130,39 @@ def test_bad_arguments_name_what_was_wrong():
             LeRobotView(no_cameras, "pixels_agent_pos")
     finally:
         no_cameras.close()
+
+
+def test_grasp_frames_and_relative_actions_give_the_policy_what_such_a_dataset_holds():
+    """environment_state="objects_grasp": the objects' poses, then the grasp frames of agent_pos;
+    action_mode="relative": the env is sent agent_pos + the action, clipped to the ranges as ever."""
+    from robogym_ros.envs.grasp_frames import GraspFrames
+    view = make_lerobot_env("environment_state_agent_pos", environment_state="objects_grasp", action_mode="relative")
+    plain = make_lerobot_env("environment_state_agent_pos")
+    try:
+        assert view.observation_space["environment_state"].shape == (32,)
+        assert feature_shapes(environment_state="objects_grasp")["environment_state"] == (32,)
+        span = plain.action_space.high - plain.action_space.low
+        assert np.array_equal(view.action_space.high, span) and np.array_equal(view.action_space.low, -span)
+        frames = GraspFrames(view.unwrapped.joint_names)
+        obs, _ = view.reset(seed=11)
+        ref, _ = plain.reset(seed=11)
+        rng = np.random.default_rng(0)
+        for k in range(10):
+            assert np.array_equal(obs["agent_pos"], ref["agent_pos"])
+            assert np.array_equal(obs["environment_state"][:14], ref["environment_state"])
+            assert np.array_equal(obs["environment_state"][14:], frames(obs["agent_pos"]))
+            assert view.observation_space.contains(obs)
+            delta = rng.normal(0.0, 0.05, 12)
+            if k == 9:
+                delta[0] = 100.0  # far past the pan's range: clipped like an absolute target
+            obs, _, _, _, info = view.step(delta)
+            ref, _, _, _, ref_info = plain.step(ref["agent_pos"] + delta)
+            assert info["actions_clipped"] == ref_info["actions_clipped"] == (1 if k == 9 else 0)
+        assert np.array_equal(obs["agent_pos"], ref["agent_pos"])
+        with pytest.raises(ValueError, match="action_mode"):
+            make_lerobot_env("environment_state_agent_pos", action_mode="delta")
+        with pytest.raises(ValueError, match="environment_state"):
+            make_lerobot_env("environment_state_agent_pos", environment_state="objects_hands")
+    finally:
+        view.close()
+        plain.close()

@@ -25,20 +25,37 @@ def test_two_checkpoints_are_each_a_row_of_the_table(tmp_path, capsys):
     assert _recipe().main(["--out", str(out), "--demos", "2", "--steps", "4", "--eval-steps", "2", "4",
                            "--eval-episodes", "1", "--log-freq", "1", "--no-expert", "--noise-rad", "0.02",
                            "--noisy-share", "0.5", "--dim-model", "32", "--n-heads", "2", "--dim-feedforward", "64",
-                           "--encoder-layers", "1", "--batch-size", "4"]) == 0
+                           "--encoder-layers", "1", "--batch-size", "4", "--grasp-frames", "--relative-actions",
+                           "--lr-schedule", "cosine"]) == 0
     printed = capsys.readouterr().out
     rows = [line for line in printed.splitlines() if line.startswith("| ") and "rad x" in line]
-    assert [r.split(" | ")[3] for r in rows] == ["2", "4"], printed
-    assert all(r.startswith("| 2 of 2 | 0.02 rad x 0.5 | measured |") and "Wilson 95 %" in r for r in rows), rows
+    assert [r.split(" | ")[5] for r in rows] == ["2 (cosine lr)", "4 (cosine lr)"], printed
+    assert all(r.startswith("| 2 of 2 | 0.02 rad x 0.5 | measured | objects_grasp | relative |")
+               and "Wilson 95 %" in r for r in rows), rows
+    # the policy is evaluated with the inputs and outputs it learned: the grasp frames, relative actions
+    assert "--env.environment_state=objects_grasp --env.action_mode=relative" in printed
     for steps in (2, 4):
         seeds = json.loads((out / f"outcomes_{steps:06d}_100000_1.json").read_text())["seeds"]
         assert seeds == [100000]
         assert (out / "train" / "checkpoints" / f"{steps:06d}" / "pretrained_model").is_dir()
-    # the checkpoints kept were trained on the measured std: a row saying "floor" would be false
+    # lerobot-train ran the schedule asked for: its rate falls from --lr to a hundredth at --steps
+    config = json.loads((out / "train" / "checkpoints" / "000004" / "pretrained_model" / "train_config.json")
+                        .read_text())
+    assert config["scheduler"]["type"] == "cosine_decay_with_warmup"
+    assert (config["scheduler"]["peak_lr"], config["scheduler"]["num_decay_steps"]) == (1e-4, 4)
+    assert config["scheduler"]["decay_lr"] == pytest.approx(1e-6)
+    # the checkpoints kept were trained on the measured std and the cosine schedule: a row saying
+    # "floor" or a constant rate would be false
     stats = (out / "demos_state" / "meta" / "stats.json").read_text()
-    with pytest.raises(SystemExit, match="trained with the environment state's measured std, not the floor"):
-        _recipe().main(["--out", str(out), "--demos", "2", "--steps", "4", "--env-std-floor"])
+    with pytest.raises(SystemExit, match="measured std and the cosine lr schedule, not the floor std and cosine"):
+        _recipe().main(["--out", str(out), "--demos", "2", "--steps", "4", "--env-std-floor", "--grasp-frames",
+                        "--relative-actions", "--lr-schedule", "cosine"])
+    with pytest.raises(SystemExit, match="not the measured std and constant schedule asked for"):
+        _recipe().main(["--out", str(out), "--demos", "2", "--steps", "4", "--grasp-frames", "--relative-actions"])
     assert (out / "demos_state" / "meta" / "stats.json").read_text() == stats
+    # the dataset kept holds relative actions: a row saying "absolute" would be false
+    with pytest.raises(SystemExit, match="not the .* asked for: add or drop --grasp-frames / --relative-actions"):
+        _recipe().main(["--out", str(out), "--demos", "2", "--steps", "4", "--grasp-frames"])
 
 
 @pytest.mark.parametrize("args, says", [

@@ -72,3 +72,43 @@ def test_without_the_record_of_the_ends_the_last_actions_are_named_unchecked(exp
     assert _verifier().main(["--dataset", str(ds)]) == 0
     out = capsys.readouterr().out
     assert "UNCHECKED: each episode's last action" in out
+
+
+@pytest.fixture(scope="module")
+def exported_grasp_relative(tmp_path_factory):
+    pytest.importorskip("lerobot", reason=lerobot_reason)
+    from robogym_ros.export.lerobot import main
+    out = tmp_path_factory.mktemp("verify_layouts") / "ds"
+    assert main(["--rollouts", "2", "--policy", "sweep", "--max-steps", "40", "--task", "t", "--no-cameras",
+                 "--environment-state", "--grasp-frames", "--relative-actions", "--out", str(out)]) == 0
+    return out
+
+
+def test_grasp_frames_and_relative_actions_are_replayed_and_checked(exported_grasp_relative, capsys):
+    import json
+    layout = json.loads((exported_grasp_relative / "meta" / "robogym.json").read_text())
+    assert layout["environment_state"] == "objects_grasp" and layout["action_mode"] == "relative"
+    assert _verifier().main(["--dataset", str(exported_grasp_relative)]) == 0
+    out = capsys.readouterr().out
+    assert "with the grasp frames, relative actions" in out and "OK: every episode replays" in out
+
+
+def test_a_changed_relative_action_or_grasp_frame_is_found(exported_grasp_relative, tmp_path, capsys):
+    """Positive controls: a relative label that no longer adds up to the target sent, and a grasp
+    frame that is not the replayed joints' kinematics."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    for column in ("action", "observation.environment_state"):
+        ds = _copy(exported_grasp_relative, tmp_path / column)
+        (path,) = sorted((ds / "data").rglob("*.parquet"))
+        table = pq.read_table(path)
+        values = table.column(column).to_pylist()
+        values[5] = [v + 1e-3 for v in values[5][:-1]] + [values[5][-1] + 1e-3]
+        if column == "observation.environment_state":
+            values[5] = values[5][:14] + [v + 1e-3 for v in values[5][14:]]  # the grasp part only
+        i = table.schema.get_field_index(column)
+        pq.write_table(table.set_column(i, table.schema.field(i), pa.array(values, type=table.schema.field(i).type)),
+                       path)
+        assert _verifier().main(["--dataset", str(ds)]) == 1
+        out = capsys.readouterr().out
+        assert ("relative action + state" if column == "action" else "environment_state error") in out, column

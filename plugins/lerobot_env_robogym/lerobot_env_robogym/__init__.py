@@ -37,6 +37,7 @@ from robogym_ros.envs.lerobot_view import (
     ENVIRONMENT_STATE,
     OBS_TYPES,
     PIXELS,
+    check_layout,
     feature_shapes,
 )
 
@@ -109,6 +110,10 @@ class RobogymHandoverEnv(EnvConfig):
     observation_height: int = 240
     render_mode: str = "rgb_array"  # lerobot-eval's videos: the first camera of `cameras`
     task_description: str = DEFAULT_TASK
+    # what the dataset the policy learned from holds (its meta/robogym.json): the objects' poses, or
+    # those and both grasp frames; the targets, or the targets less the observed joint positions
+    environment_state: str = "objects"
+    action_mode: str = "absolute"
     features: dict[str, PolicyFeature] = field(default_factory=dict)
     features_map: dict[str, str] = field(default_factory=dict)
 
@@ -119,13 +124,17 @@ class RobogymHandoverEnv(EnvConfig):
             raise ValueError(f"env.fps is the env's step rate, 25 (4 control ticks of 10 ms); got {self.fps}")
         if not self.cameras:
             raise ValueError("env.cameras must name at least one camera")
+        try:
+            check_layout(self.environment_state, self.action_mode)
+        except ValueError as err:
+            raise ValueError(f"env.{err}") from None
         if Path(sys.argv[0]).name == "lerobot-eval":  # its own rollout() needs no render (a test runs it so)
             if self.render_mode != "rgb_array":
                 raise ValueError(f"env.render_mode must be 'rgb_array' under lerobot-eval, got {self.render_mode!r}: "
                                  "it renders up to 10 episodes into videos whatever the env's render_mode (LeRobot "
                                  "0.6 turns them off only with --eval.recording=true)")
             _check_lerobot_eval_seeds(sys.argv)
-        shapes = feature_shapes()
+        shapes = feature_shapes(environment_state=self.environment_state)
         keys = OBS_TYPES[self.obs_type]
         self.features = {ACTION: PolicyFeature(type=FeatureType.ACTION, shape=shapes["action"])}
         self.features_map = {ACTION: ACTION}
@@ -159,4 +168,6 @@ class RobogymHandoverEnv(EnvConfig):
             "render_mode": self.render_mode,
             "task_description": self.task_description,
             "max_episode_steps": self.episode_length,
+            "environment_state": self.environment_state,
+            "action_mode": self.action_mode,
         }
