@@ -18,11 +18,11 @@ so a policy trained on a dataset that ``python -m robogym_ros.export.lerobot`` w
 these observations unchanged. Actions are what that dataset holds: the 12 servo targets in rad
 (the env is made with ``normalize_actions=False``), or with ``action_mode="relative"`` each
 target less the joint's position in the observation the action answers (the export's
-``--relative-actions``): the target sent is that position plus the action. A policy's action outside a joint's range
-is clipped to it, as a servo clamps its target, and counted in ``info["actions_clipped"]``
-(joints clipped this step); a value that is not finite is refused (ValueError naming the
-joint), as the env refuses it. ``info["is_success"]`` is the env's own success, as a bool.
-``metadata["render_fps"]`` is the env's integer step rate (25 at the defaults).
+``--relative-actions``): the target sent is that position plus the action. A policy's action
+outside a joint's range is clipped to it, as a servo clamps its target, and counted in
+``info["actions_clipped"]`` (joints clipped this step); a value that is not finite is refused
+(ValueError naming the joint), as the env refuses it. ``info["is_success"]`` is the env's own
+success, as a bool. ``metadata["render_fps"]`` is the env's integer step rate (25 at the defaults).
 """
 from __future__ import annotations
 
