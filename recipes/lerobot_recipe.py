@@ -49,7 +49,7 @@ from pathlib import Path
 
 from robogym_ros.export.dataset import floor_environment_state_std
 from robogym_ros.export.evaluation import outcomes, summary, write_outcomes
-from robogym_ros.export.rollouts import LAYOUT
+from robogym_ros.export.rollouts import read_layout
 
 BIN = Path(sys.executable).parent
 TASK = "hand the block to the other arm and lay it in the tray"
@@ -199,10 +199,8 @@ def main(argv=None) -> int:
                   "--noise-rad", str(args.noise_rad), "--noisy-share", str(args.noisy_share)]
         export += ["--grasp-frames"] * args.grasp_frames + ["--relative-actions"] * args.relative_actions
         figures["export_s"] = run(export, args.out / "export.log")
-    layout_file = state / LAYOUT
-    kept = json.loads(layout_file.read_text()) if layout_file.exists() else {}
-    layout = {"environment_state": kept.get("environment_state", "objects"),
-              "action_mode": kept.get("action_mode", "absolute")}
+    kept = read_layout(state)
+    layout = {k: kept[k] for k in ("environment_state", "action_mode")}
     asked = {"environment_state": "objects_grasp" if args.grasp_frames else "objects",
              "action_mode": "relative" if args.relative_actions else "absolute"}
     if layout != asked:

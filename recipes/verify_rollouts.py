@@ -29,7 +29,7 @@ import numpy as np
 
 from robogym_ros.envs.grasp_frames import GraspFrames
 from robogym_ros.export.dataset import ENVIRONMENT_OBJECTS, ENVIRONMENT_STATE, EXECUTED, SEED, STAMP, STATE
-from robogym_ros.export.rollouts import LAYOUT, ROLLOUT_ENDS, SUCCESS_HOLD_S, make_env
+from robogym_ros.export.rollouts import ROLLOUT_ENDS, SUCCESS_HOLD_S, make_env, read_layout
 
 RELATIVE_TOLERANCE_RAD = 1e-6  # a relative action is stored at float32: target - state, rounded once
 
@@ -78,10 +78,9 @@ def main(argv=None) -> int:
         print(f"the dataset's joints {names} are not the env's {env.joint_names}", file=sys.stderr)
         return 2
     has_env_state = ENVIRONMENT_STATE in ds.features
-    layout_path = Path(args.dataset) / LAYOUT
-    layout = json.loads(layout_path.read_text()) if layout_path.exists() else {}
-    grasp = GraspFrames(env.joint_names) if layout.get("environment_state") == "objects_grasp" else None
-    relative = layout.get("action_mode") == "relative"
+    layout = read_layout(args.dataset)
+    grasp = GraspFrames(env.joint_names) if layout["environment_state"] == "objects_grasp" else None
+    relative = layout["action_mode"] == "relative"
     ends_path = Path(args.dataset) / ROLLOUT_ENDS
     ends = json.loads(ends_path.read_text())["episodes"] if ends_path.exists() else None
     if ends is not None and len(ends) != ds.num_episodes:
@@ -117,7 +116,7 @@ def main(argv=None) -> int:
                        if has_env_state else None)
             if state_err or env_err:
                 problems.append(f"episode {e}: state error {state_err:.3g}, environment_state error {env_err}")
-            if relative and not layout.get("noise_rad", 0) > 0:  # noise: the label is not what was sent
+            if relative and not layout["noise_rad"] > 0:  # noise: the label is not what was sent
                 label = rows["action"][sel].astype(np.float64) + rows[STATE][sel].astype(np.float64)
                 rel_err = float(np.abs(label - rows[EXECUTED][sel].astype(np.float64)).max())
                 if rel_err > RELATIVE_TOLERANCE_RAD:

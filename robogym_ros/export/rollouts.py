@@ -65,6 +65,14 @@ LAYOUT = "meta/robogym.json"
 SUCCESS_HOLD_S = 1.0  # success held this long ends an episode (the release and the retreat inside it)
 
 
+def read_layout(root) -> dict:
+    """The dataset at ``root``'s ``LAYOUT``, with the defaults of a dataset written before there was
+    one: the objects' poses, absolute targets, no noise."""
+    path = Path(root) / LAYOUT
+    kept = json.loads(path.read_text()) if path.exists() else {}
+    return {"environment_state": "objects", "action_mode": "absolute", "noise_rad": 0.0, "noisy_share": 1.0, **kept}
+
+
 class SweepPolicy:
     """Every joint swings around where the reset left it (a slow sine, its own phase), clipped to
     its range: deterministic motion that fills every image and joint; it does not do the handover."""
