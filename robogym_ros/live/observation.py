@@ -123,15 +123,23 @@ class ObservationBuffer:
 
     def targets_at(self, stamp_ns: int, timeout_s: float = 0.0) -> np.ndarray | None:
         """The targets of tick ``stamp_ns``, waiting at most ``timeout_s`` for them (they are
-        published right after its joints, on a topic of their own); None if they did not come."""
+        published right after its joints, on a topic of their own); None if they did not come,
+        at once if a later tick's came first (these were lost on the way)."""
         deadline = time.monotonic() + timeout_s
         with self._cv:
             while int(stamp_ns) not in self._targets:
                 left = deadline - time.monotonic()
-                if left <= 0:
+                if left <= 0 or (self._targets and next(reversed(self._targets)) > int(stamp_ns)):
                     return None
                 self._cv.wait(left)
             return self._targets[int(stamp_ns)]
+
+    @property
+    def has_targets(self) -> bool:
+        """Whether this sim's servo targets have come at all (a sim that publishes them publishes
+        them every tick)."""
+        with self._cv:
+            return bool(self._targets)
 
     def add_objects(self, stamp_ns: int, poses: np.ndarray) -> None:
         with self._cv:

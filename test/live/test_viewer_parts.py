@@ -89,9 +89,22 @@ def test_the_observation_joins_the_newest_frame_set_with_the_joints_of_that_very
     assert buf.newest(images=False).joints.effort.tolist() == [1.5, 2.5, 3.5]  # realigned by name
     # the servo targets of a tick, on a topic of their own: joined by stamp, in the buffer's order
     assert buf.newest(images=False).targets is None and buf.targets_at(310, timeout_s=0.05) is None
+    assert not buf.has_targets
     buf.add_targets(310, ["b", "c", "a"], [0.2, 0.3, 0.1])
+    assert buf.has_targets
     assert buf.newest(images=False).targets.tolist() == [0.1, 0.2, 0.3]
     assert buf.targets_at(310).tolist() == [0.1, 0.2, 0.3]
+    # a tick whose targets were overtaken by a later tick's: lost, said at once rather than waited for
+    started = time.monotonic()
+    assert buf.targets_at(300, timeout_s=5.0) is None
+    assert time.monotonic() - started < 1.0
+
+
+def test_waiting_for_a_ticks_targets_wakes_when_they_come():
+    buf = ObservationBuffer(["a"], CAMERAS)
+    buf.add_targets(100, ["a"], [0.5])
+    threading.Timer(0.3, buf.add_targets, (200, ["a"], [0.7])).start()
+    assert buf.targets_at(200, timeout_s=10.0).tolist() == [0.7]
 
 
 def test_waiting_for_a_newer_observation_is_bounded_and_wakes_on_completion():

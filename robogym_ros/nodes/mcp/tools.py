@@ -27,7 +27,7 @@ from robogym_ros.task.placement import SUCCESS_TEXT
 
 MAX_STEP_TICKS = 1000
 STATE_WAIT_S = 1.0  # after a service answered: how long to wait for its run state to arrive
-TARGETS_WAIT_S = 0.2  # how long an observation waits for its tick's servo targets (then says they are missing)
+TARGETS_WAIT_S = 0.2  # how long an observation waits for its tick's servo targets from a sim not yet seen sending any
 POSES_WAIT_S = 1.0  # running: how long an observation waits for its tick's object poses before taking a later tick
 MAX_MOVE_S = 60.0
 MIN_IMAGE_WIDTH_PX = 16
@@ -157,8 +157,10 @@ class SimTools:
         if object_poses and obs.object_poses is None:  # paused (or latest): that tick's poses, on their way
             if buf.wait_objects(obs.stamp_ns, max(self.timeout_s - (time.monotonic() - started), 0.0)):
                 obs = replace(obs, object_poses=buf.objects_at(obs.stamp_ns))
-        if obs.targets is None:  # published right after the tick's joints: at most a moment away
-            obs = replace(obs, targets=buf.targets_at(obs.stamp_ns, TARGETS_WAIT_S))
+        if obs.targets is None:  # published right after the tick's joints: on their way if this sim sends them
+            wait_s = (max(self.timeout_s - (time.monotonic() - started), TARGETS_WAIT_S) if buf.has_targets
+                      else TARGETS_WAIT_S)
+            obs = replace(obs, targets=buf.targets_at(obs.stamp_ns, wait_s))
         return self._observation(spec, obs, object_poses, state, picture)
 
     def _picture_options(self, spec: Spec, cameras, image_format: str, width_px) -> tuple:

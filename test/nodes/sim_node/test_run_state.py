@@ -26,7 +26,9 @@ from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
 from robogym_ros import contract
 from robogym_ros.contract import RunAnswer
+from robogym_ros.nodes.sim_node.run_state.step_requests import MAX_STEP_TICKS
 from robogym_ros.nodes.sim_node.simulation_interfaces.common import UNAVAILABLE
+from robogym_ros.nodes.sim_node.simulation_interfaces.services import MAX_STEPS_PER_CALL
 from robogym_ros.ros import qos
 from robogym_ros.ros.stamps import stamp_msg, stamp_ns
 
@@ -34,7 +36,10 @@ pytestmark = [pytest.mark.toolchain,  # ./dev test-ros: under ../shared/ros-tool
               pytest.mark.skipif(bool(UNAVAILABLE), reason=UNAVAILABLE or "")]
 
 DT_NS = 10_000_000
-LONG = 4_000  # ticks of a long step request or step_simulation call: a second or more of stepping
+# Ticks of a long step request or step_simulation call, the most either takes: seconds of
+# stepping, longer than the challengers (a dozen clients at once) take to be answered on a
+# loaded machine.
+LONG = min(MAX_STEP_TICKS, MAX_STEPS_PER_CALL)
 BUSY = "owns the run state; nothing was changed"
 
 
