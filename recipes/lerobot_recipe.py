@@ -48,8 +48,9 @@ import time
 from pathlib import Path
 
 from robogym_ros.export.dataset import floor_environment_state_std
-from robogym_ros.export.evaluation import outcomes, summary, write_outcomes
+from robogym_ros.export.evaluation import failures_by_stage, max_rewards, outcomes, summary, write_outcomes
 from robogym_ros.export.rollouts import read_layout
+from robogym_ros.task.goals import STAGES, stage_of_staged_reward
 
 BIN = Path(sys.executable).parent
 TASK = "hand the block to the other arm and lay it in the tray"
@@ -103,7 +104,8 @@ def lr_schedule_flags(args) -> list[str]:
 def eval_command(args, checkpoint: Path, out: Path, layout: dict) -> list[str]:
     return [str(BIN / "lerobot-eval"), "--env.type=robogym_handover", f"--policy.path={checkpoint}",
             "--env.obs_type=environment_state_agent_pos", f"--env.environment_state={layout['environment_state']}",
-            f"--env.action_mode={layout['action_mode']}", "--policy.temporal_ensemble_coeff=0.01",
+            f"--env.action_mode={layout['action_mode']}", "--env.reward_type=staged",  # max_reward: the furthest stage
+            "--policy.temporal_ensemble_coeff=0.01",
             "--policy.n_action_steps=1", f"--eval.n_episodes={args.eval_episodes}", "--eval.batch_size=1",
             f"--seed={args.eval_seed}", f"--output_dir={out}"]
 
@@ -242,9 +244,11 @@ def main(argv=None) -> int:
         rows = outcomes(eval_info, args.eval_seed)
         seen = {seed for seed, _ in rows}
         assert len(seen) == len(rows) and not seen & set(train_seeds), "an evaluated seed is a training seed"
-        json_path, csv_path = write_outcomes(args.out / f"outcomes_{name}", rows)
+        furthest = [STAGES[stage_of_staged_reward(r)] for r in max_rewards(eval_info)]
+        json_path, csv_path = write_outcomes(args.out / f"outcomes_{name}", rows, furthest)
         print(f"step {steps}, held-out seeds {args.eval_seed} .. {args.eval_seed + args.eval_episodes - 1}: success "
               f"{summary(rows)} (lerobot-eval, {evaluation / 'eval_info.json'}; per seed: {json_path}, {csv_path})")
+        print(f"  {failures_by_stage(rows, furthest, list(STAGES))}")
         table.append(f"| {info['total_episodes']} of {args.demos} | {args.noise_rad:g} rad x {args.noisy_share:g} "
                      f"| {normalised} | {layout['environment_state']} | {layout['action_mode']} | {steps}{schedule} "
                      f"| {summary(rows)} |")

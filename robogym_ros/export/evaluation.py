@@ -51,16 +51,39 @@ def outcomes(eval_info: dict, first_seed: int) -> list[tuple[int, bool]]:
     return [(first_seed + i, s) for i, s in enumerate(successes)]
 
 
-def write_outcomes(path_stem: Path, rows: list[tuple[int, bool]]) -> tuple[Path, Path]:
-    """``<stem>.json`` ({"seeds": [...], "success": [...]}) and ``<stem>.csv`` (seed,success)."""
+def max_rewards(eval_info: dict) -> list[float]:
+    """Each episode's highest reward, in episode order (``per_task[*].metrics.max_rewards``)."""
+    values = [float(r) for task in eval_info.get("per_task", []) for r in task["metrics"].get("max_rewards", [])]
+    if not values:
+        raise ValueError("eval_info.json holds no per-episode max rewards (per_task[*].metrics.max_rewards)")
+    return values
+
+
+def write_outcomes(path_stem: Path, rows: list[tuple[int, bool]],
+                   furthest_stage: list[str] | None = None) -> tuple[Path, Path]:
+    """``<stem>.json`` ({"seeds": [...], "success": [...]}, and "furthest_stage" when given) and
+    ``<stem>.csv`` (seed,success[,furthest_stage])."""
     path_stem = Path(path_stem)
     json_path, csv_path = path_stem.with_suffix(".json"), path_stem.with_suffix(".csv")
-    json_path.write_text(json.dumps({"seeds": [s for s, _ in rows], "success": [ok for _, ok in rows]}))
+    data = {"seeds": [s for s, _ in rows], "success": [ok for _, ok in rows]}
+    if furthest_stage is not None:
+        if len(furthest_stage) != len(rows):
+            raise ValueError(f"{len(furthest_stage)} furthest stages for {len(rows)} episodes")
+        data["furthest_stage"] = list(furthest_stage)
+    json_path.write_text(json.dumps(data))
     with open(csv_path, "w", newline="") as f:
         writer = csv.writer(f)
-        writer.writerow(["seed", "success"])
-        writer.writerows((s, int(ok)) for s, ok in rows)
+        writer.writerow(["seed", "success"] + ["furthest_stage"] * (furthest_stage is not None))
+        for k, (s, ok) in enumerate(rows):
+            writer.writerow([s, int(ok)] + ([furthest_stage[k]] if furthest_stage is not None else []))
     return json_path, csv_path
+
+
+def failures_by_stage(rows: list[tuple[int, bool]], furthest_stage: list[str], stages: list[str]) -> str:
+    """``failed episodes by the furthest stage reached: lift 12, handover 30`` (``stages`` in order)."""
+    failed = [furthest_stage[k] for k, (_, ok) in enumerate(rows) if not ok]
+    counts = ", ".join(f"{name} {failed.count(name)}" for name in stages if name in failed)
+    return f"failed episodes by the furthest stage reached: {counts or 'none failed'}"
 
 
 def read_outcomes(path: Path) -> list[tuple[int, bool]]:

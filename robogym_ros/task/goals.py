@@ -296,3 +296,13 @@ def reward(achieved_goal, desired_goal, info, reward_type: str) -> np.ndarray:
     if reward_type == "staged":
         return (stage(achieved_goal, desired_goal, info) - TOP_STAGE) / TOP_STAGE
     raise ValueError(f"reward_type must be one of {REWARD_TYPES}, got {reward_type!r}")
+
+
+def stage_of_staged_reward(staged_reward: float) -> int:
+    """The stage a staged reward stands for (:func:`reward`'s staged case undone): an episode's
+    highest staged reward is the furthest stage it reached. ValueError for a value no stage gives."""
+    stage_now = round(float(staged_reward) * TOP_STAGE + TOP_STAGE)
+    if not 0 <= stage_now <= TOP_STAGE or abs((stage_now - TOP_STAGE) / TOP_STAGE - staged_reward) > 1e-6:
+        raise ValueError(f"{staged_reward!r} is no staged reward: those are (stage - {TOP_STAGE}) / {TOP_STAGE}, "
+                         f"stage 0 .. {TOP_STAGE}")
+    return stage_now

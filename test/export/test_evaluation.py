@@ -50,3 +50,29 @@ def test_outcomes_name_each_seed_and_compare_says_whether_runs_differ(tmp_path, 
     assert "170 of 200 = 85.0 %" in out and "they differ beyond chance" in out
     assert compare.main([str(tmp_path / "good.json"), str(tmp_path / "close.json")]) == 0
     assert "no difference beyond chance" in capsys.readouterr().out
+
+
+def test_each_failed_episode_is_named_by_the_furthest_stage_its_staged_reward_reached(tmp_path):
+    from robogym_ros.export.evaluation import failures_by_stage, max_rewards
+    from robogym_ros.task.goals import STAGES, TOP_STAGE, stage_of_staged_reward
+    # the inverse of the staged reward (goals.reward: (stage - 6) / 6), stage for stage
+    for k in range(TOP_STAGE + 1):
+        assert stage_of_staged_reward((k - TOP_STAGE) / TOP_STAGE) == k
+    with pytest.raises(ValueError, match="no staged reward"):
+        stage_of_staged_reward(-0.5 / TOP_STAGE)  # between two stages
+    with pytest.raises(ValueError, match="no staged reward"):
+        stage_of_staged_reward(0.5)
+    info = {"per_task": [{"metrics": {"successes": [True, False, False, False],
+                                      "max_rewards": [0.0, -2 / 6, -2 / 6, -4 / 6]}}]}
+    rows = outcomes(info, 100000)
+    furthest = [STAGES[stage_of_staged_reward(r)] for r in max_rewards(info)]
+    assert furthest == ["place", "handover", "handover", "grasp"]
+    assert failures_by_stage(rows, furthest, list(STAGES)) == \
+        "failed episodes by the furthest stage reached: grasp 1, handover 2"
+    json_path, csv_path = write_outcomes(tmp_path / "s", rows, furthest)
+    assert read_outcomes(json_path) == rows
+    assert csv_path.read_text().splitlines()[:2] == ["seed,success,furthest_stage", "100000,1,place"]
+    with pytest.raises(ValueError, match="3 furthest stages for 4 episodes"):
+        write_outcomes(tmp_path / "t", rows, furthest[:3])
+    with pytest.raises(ValueError, match="no per-episode max rewards"):
+        max_rewards({"per_task": [{"metrics": {"successes": [True]}}]})

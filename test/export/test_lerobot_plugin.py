@@ -137,6 +137,46 @@ def test_lerobots_rollout_scores_the_envs_own_success():
     assert any(direct), "the expert succeeded on neither seed: the comparison says nothing"
 
 
+def test_the_staged_reward_gives_lerobot_eval_the_furthest_stage_each_episode_reached():
+    """--env.reward_type=staged: through LeRobot's own rollout, the expert's rewards are the plain
+    env's staged rewards step for step, rising to place (0) on a placed block; a reward type the
+    env does not know is refused, naming the argument."""
+    from lerobot.processor import PolicyProcessorPipeline
+    from lerobot.scripts.lerobot_eval import rollout
+    from lerobot_env_robogym.expert_policy import ExpertPolicy
+
+    from robogym_ros.envs import HandoverEnv
+    from robogym_ros.expert.percept import Percept
+    from robogym_ros.expert.policy import HandoverExpert
+    from robogym_ros.task.goals import STAGES, stage_of_staged_reward
+    seed = 3
+    _, env = _vector_env(obs_type="environment_state_agent_pos", render_mode=None, reward_type="staged")
+    identity = PolicyProcessorPipeline(steps=[])
+    try:
+        data = rollout(env, ExpertPolicy(), identity, identity, identity, lambda a: a, seeds=[seed])
+    finally:
+        env.close()
+    steps = int(data["done"][0].float().argmax()) + 1
+    through_lerobot = data["reward"][0][:steps].tolist()
+    env, expert = HandoverEnv(normalize_actions=False, reward_type="staged"), HandoverExpert()
+    direct = []
+    try:
+        obs, _ = env.reset(seed=seed)
+        q_at, poses_at = env.layout.positions, env.layout.object_poses
+        for step in range(steps):
+            o = np.float32(obs["observation"]).astype(np.float64)
+            block, tray = np.split(o[poses_at], 2)
+            obs, r, *_ = env.step(expert(Percept(step * 0.04, o[q_at], block, tray)))
+            direct.append(r)
+    finally:
+        env.close()
+    assert through_lerobot == pytest.approx(direct, abs=1e-7)  # LeRobot keeps rewards as float32
+    reached = [STAGES[stage_of_staged_reward(r)] for r in through_lerobot]
+    assert reached[-1] == "place" and {"grasp", "lift", "handover", "release"} <= set(reached), reached
+    with pytest.raises(ValueError, match="env.reward_type must be one of"):
+        make_env_config("robogym_handover", reward_type="shaped")
+
+
 @pytest.mark.long
 def test_the_readme_commands_export_train_and_evaluate(tmp_path):
     """docs/lerobot.md's LeRobot commands, made small: a state-only export (--no-cameras), lerobot-train,

@@ -34,9 +34,13 @@ def test_two_checkpoints_are_each_a_row_of_the_table(tmp_path, capsys):
                and "Wilson 95 %" in r for r in rows), rows
     # the policy is evaluated with the inputs and outputs it learned: the grasp frames, relative actions
     assert "--env.environment_state=objects_grasp --env.action_mode=relative" in printed
+    # each episode's furthest stage, from the staged reward lerobot-eval saw (--env.reward_type=staged)
+    assert "--env.reward_type=staged" in printed
+    assert printed.count("failed episodes by the furthest stage reached: ") == 2, printed
     for steps in (2, 4):
-        seeds = json.loads((out / f"outcomes_{steps:06d}_100000_1.json").read_text())["seeds"]
-        assert seeds == [100000]
+        kept = json.loads((out / f"outcomes_{steps:06d}_100000_1.json").read_text())
+        assert kept["seeds"] == [100000]
+        assert kept["furthest_stage"][0] in ("none", "reach", "grasp", "lift", "handover", "release", "place")
         assert (out / "train" / "checkpoints" / f"{steps:06d}" / "pretrained_model").is_dir()
     # lerobot-train ran the schedule asked for: its rate falls from --lr to a hundredth at --steps
     config = json.loads((out / "train" / "checkpoints" / "000004" / "pretrained_model" / "train_config.json")

@@ -10,7 +10,8 @@ The env is ``robogym_ros/LeRobotHandover-v0`` (robogym_ros.envs.lerobot_view): o
 LeRobot's gym envs give them (``agent_pos`` = the 12 joint positions, ``environment_state`` = block
 and tray poses, ``pixels/<camera>``), actions in rad, one step = 4 control ticks (25 fps), episodes
 cut at ``episode_length`` steps (250 = 10 s, the env's registered limit) and ended by the env's
-success, which ``info["is_success"]`` carries to lerobot-eval's ``pc_success``. Seeds: episode i of
+success, which ``info["is_success"]`` carries to lerobot-eval's ``pc_success``; with
+``--env.reward_type=staged`` each episode's ``max_reward`` is (furthest stage - 6) / 6. Seeds: episode i of
 an eval runs ``reset(seed=cfg.seed + i)``, the scene a sim node started with that seed draws first.
 LeRobot seeds whole batches: n episodes in batches of b use S .. S + ceil(n / b) * b - 1, which must
 stay within the env's seeds (0 .. 2**31 - 1); under lerobot-eval the config refuses a ``--seed``
@@ -40,6 +41,7 @@ from robogym_ros.envs.lerobot_view import (
     check_layout,
     feature_shapes,
 )
+from robogym_ros.task.goals import REWARD_TYPES
 
 __all__ = ["RobogymHandoverEnv", "eval_seed_problem"]
 
@@ -114,6 +116,9 @@ class RobogymHandoverEnv(EnvConfig):
     # those and both grasp frames; the targets, or the targets less the observed joint positions
     environment_state: str = "objects"
     action_mode: str = "absolute"
+    # the env's reward (robogym_ros.task.goals.REWARD_TYPES): sparse (0 placed, -1 otherwise), dense, or
+    # staged, (stage - 6) / 6, so that lerobot-eval's per-episode max_reward says the furthest stage reached
+    reward_type: str = "sparse"
     features: dict[str, PolicyFeature] = field(default_factory=dict)
     features_map: dict[str, str] = field(default_factory=dict)
 
@@ -128,6 +133,8 @@ class RobogymHandoverEnv(EnvConfig):
             check_layout(self.environment_state, self.action_mode)
         except ValueError as err:
             raise ValueError(f"env.{err}") from None
+        if self.reward_type not in REWARD_TYPES:
+            raise ValueError(f"env.reward_type must be one of {list(REWARD_TYPES)}, got {self.reward_type!r}")
         if Path(sys.argv[0]).name == "lerobot-eval":  # its own rollout() needs no render (a test runs it so)
             if self.render_mode != "rgb_array":
                 raise ValueError(f"env.render_mode must be 'rgb_array' under lerobot-eval, got {self.render_mode!r}: "
@@ -170,4 +177,5 @@ class RobogymHandoverEnv(EnvConfig):
             "max_episode_steps": self.episode_length,
             "environment_state": self.environment_state,
             "action_mode": self.action_mode,
+            "reward_type": self.reward_type,
         }
