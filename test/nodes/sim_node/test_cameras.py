@@ -486,10 +486,11 @@ def test_a_too_fast_camera_skips_frames_and_leaves_physics_alone(make_cam_sim):
     assert abs(int(end["ticks_published"]) - int(end["camera_frames_rendered"])
                - int(end["camera_frames_skipped"])) <= 3
     # Not queued: a frame arrives a bounded time after its tick: the spread of that delay is a
-    # few render times (measured 0.04..0.46 s, the top under load average 5). A queue grows it
-    # by (1 - rendered / due) * window, ~2.5 s here.
+    # few render times (measured 0.04..0.46 s, the top under load average 5; 0.60 s beside a
+    # training and the rest of the suite). A queue grows it by (1 - rendered / due) * window,
+    # ~2.5 s here.
     window_s = ticks * obs.spec["control_dt_s"]
-    bound_s = 3 * window_s / rendered + 0.3
+    bound_s = 3 * window_s / rendered + 0.6
     assert bound_s < 0.75 * window_s, "too few frames to tell a queue from slow rendering"
     assert all(v < bound_s for v in delays.values()), (delays, bound_s)
     # A frame costs >= 4 ticks here (scale chosen above): ~75 % skipped; > 25 % leaves 3x for
