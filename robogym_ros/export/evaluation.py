@@ -80,10 +80,17 @@ def write_outcomes(path_stem: Path, rows: list[tuple[int, bool]],
 
 
 def failures_by_stage(rows: list[tuple[int, bool]], furthest_stage: list[str], stages: list[str]) -> str:
-    """``failed episodes by the furthest stage reached: lift 12, handover 30`` (``stages`` in order)."""
+    """``failed episodes by the furthest stage reached: lift 12, handover 30`` (``stages`` in order,
+    the last one success). ValueError where a stage and its episode's success disagree: a placed
+    episode below the last stage, or a failed one at it (lerobot-eval's max_reward counts the
+    masked steps after an episode ended as 0, the top staged reward, when episodes of one batch
+    end at different steps: evaluate with --eval.batch_size=1)."""
+    wrong = [seed for k, (seed, ok) in enumerate(rows) if ok != (furthest_stage[k] == stages[-1])]
+    if wrong:
+        raise ValueError(f"seeds {wrong[:5]}: success and furthest stage disagree (evaluate with --eval.batch_size=1)")
     failed = [furthest_stage[k] for k, (_, ok) in enumerate(rows) if not ok]
     counts = ", ".join(f"{name} {failed.count(name)}" for name in stages if name in failed)
-    return f"failed episodes by the furthest stage reached: {counts or 'none failed'}"
+    return f"failed episodes by the furthest stage reached: {counts or 'no episode failed'}"
 
 
 def read_outcomes(path: Path) -> list[tuple[int, bool]]:

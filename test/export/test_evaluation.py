@@ -69,6 +69,11 @@ def test_each_failed_episode_is_named_by_the_furthest_stage_its_staged_reward_re
     assert furthest == ["place", "handover", "handover", "grasp"]
     assert failures_by_stage(rows, furthest, list(STAGES)) == \
         "failed episodes by the furthest stage reached: grasp 1, handover 2"
+    assert failures_by_stage(rows[:1], furthest[:1], list(STAGES)).endswith(": no episode failed")
+    with pytest.raises(ValueError, match=r"seeds \[100001\]: success and furthest stage disagree"):
+        failures_by_stage(rows, ["place", "place", "handover", "grasp"], list(STAGES))  # a failure at place
+    with pytest.raises(ValueError, match=r"seeds \[100000\]: success and furthest stage disagree"):
+        failures_by_stage(rows, ["lift", "handover", "handover", "grasp"], list(STAGES))  # a success below it
     json_path, csv_path = write_outcomes(tmp_path / "s", rows, furthest)
     assert read_outcomes(json_path) == rows
     assert csv_path.read_text().splitlines()[:2] == ["seed,success,furthest_stage", "100000,1,place"]
