@@ -233,8 +233,8 @@ class HandoverEnv(GoalEnv):
         """Every entry a new Python scalar (or tuple): the placement judged on this tick."""
         judged = self._judge.judge(tick.position, tick.object_poses, block_before,
                                    ticks_elapsed * self.control_dt_ns * 1e-9)
-        achieved, goal = obs["achieved_goal"].tolist(), self._goal_xyz
-        info, placed, stage = goals.step_facts(judged, tick.object_poses[self._tray], goal, achieved)
+        achieved, goal = list(judged.block_pose[:3]), self._goal_xyz  # obs["achieved_goal"], as floats
+        info, placed, stage = goals.step_facts(judged, judged.tray_pose, goal, achieved)
         return {
             "is_success": float(placed),
             "stage": stage,

@@ -49,11 +49,7 @@ class LocalBackend:
             p.set_all_targets(targets)
         else:
             p.set_targets(targets)
-        blew_up = False
-        for _ in range(n_ticks):
-            if p.step_tick():
-                blew_up = True  # the physics reset itself; the episode is over
-                break
+        blew_up = p.step_ticks(n_ticks)  # True: the physics reset itself; the episode is over
         return p.snapshot(blew_up=blew_up)
 
     def close(self) -> None:

@@ -249,6 +249,18 @@ class Physics:
         mujoco.mj_step(self.model, self.data, self.decimation)
         return self.end_tick()
 
+    def step_ticks(self, n_ticks: int) -> bool:
+        """:meth:`step_tick` ``n_ticks`` times, stopping at a tick that blew up (True: the scene was
+        reset there). A tick with nothing queued and no trajectory running starts as it is."""
+        m, d, k = self.model, self.data, self.decimation
+        for _ in range(n_ticks):
+            if self._pending or self._followers:
+                self.begin_tick()
+            mujoco.mj_step(m, d, k)
+            if self.end_tick():
+                return True
+        return False
+
     def step_physics(self) -> None:
         """One physics step; the real-time loop paces these individually."""
         mujoco.mj_step(self.model, self.data)

@@ -10,7 +10,7 @@ its tick exactly (``index = stamp_ns // control_dt_ns``).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 
@@ -20,9 +20,9 @@ from robogym_ros.contract import POSE_SIZE
 _HEADER = 7
 
 
-@dataclass(frozen=True)
-class Tick:
-    """One control tick as the physics process saw it; packed flat to cross the process boundary."""
+class Tick(NamedTuple):
+    """One control tick as the physics process saw it; packed flat to cross the process boundary.
+    Immutable: a NamedTuple, made for every env step and ~4x cheaper to make than a frozen dataclass."""
 
     index: int
     stamp_ns: int

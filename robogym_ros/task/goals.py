@@ -65,7 +65,7 @@ def step_facts(p: placement.Placement, tray_pose, goal, achieved) -> tuple[dict,
     step returns, the same numbers as the batched functions give for it."""
     c = p.contacts
     g = goal[:3] if type(goal) is list else [float(v) for v in goal[:3]]
-    tray = tray_pose.tolist() if isinstance(tray_pose, np.ndarray) else [float(v) for v in tray_pose[:7]]
+    tray = placement.floats7(tray_pose)
     moved = placement.goal_of_tray_one(tray)
     shift = (moved[0] - g[0], moved[1] - g[1], moved[2] - g[2])
     quat = tuple(tray[3:7])

@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import mujoco
 import numpy as np
@@ -63,6 +64,7 @@ REST_SPEED_M_S = 0.01
 REST_TURN_RAD_S = 0.1
 ARM_CONTACT_SIDES = scene.SIDES
 JAW_GEOMS = ("fixed_jaw", "moving_jaw_finger")
+CONTACT_SETS_KEPT = 4096  # distinct lists of contacting geom pairs a judge remembers (an expert episode: ~20 new)
 # The rule above in one sentence, from the same thresholds: what agents and reports are told.
 SUCCESS_TEXT = (
     f"the block placed in the tray: its centre inside the tray's walls (less than {TRAY_INNER_HALF_M * 1e3:g} mm "
@@ -70,6 +72,14 @@ SUCCESS_TEXT = (
     f"the tray's floor; resting on the tray; touching neither arm (released); at rest (slower than "
     f"{REST_SPEED_M_S * 1e3:g} mm/s and {REST_TURN_RAD_S:g} rad/s). Judged from the physics; the tray may have "
     f"moved since the reset, the test is where it is now")
+
+
+def floats7(pose) -> list | tuple:
+    """The first 7 numbers of a pose as Python floats (7 floats in a list or tuple, as ``tolist`` and the
+    judge give them, as they are)."""
+    if type(pose) in (list, tuple) and len(pose) == 7 and type(pose[0]) is float:
+        return pose
+    return pose[:7].tolist() if isinstance(pose, np.ndarray) else [float(v) for v in pose[:7]]
 
 
 def _rotate_inverse(qw, qx, qy, qz, vx, vy, vz):
@@ -101,7 +111,7 @@ def goal_of_tray(tray_pose) -> np.ndarray:
 def goal_of_tray_one(tray_pose) -> tuple[float, float, float]:
     """:func:`goal_of_tray` of one pose in Python floats: the same numbers bit for bit (the same
     operations in the same order), without numpy's per-call cost."""
-    px, py, pz, qw, qx, qy, qz = tray_pose[:7] if type(tray_pose) is list else (float(v) for v in tray_pose[:7])
+    px, py, pz, qw, qx, qy, qz = floats7(tray_pose)
     up = (2 * (qx * qz + qw * qy), 2 * (qy * qz - qw * qx), 1 - 2 * (qx * qx + qy * qy))
     return (px + GOAL_ABOVE_TRAY_M * up[0], py + GOAL_ABOVE_TRAY_M * up[1], pz + GOAL_ABOVE_TRAY_M * up[2])
 
@@ -123,8 +133,9 @@ def inside_tray_at(achieved, goal, tray_shift, tray_quat) -> np.ndarray:
 
 def inside_tray_at_one(achieved, goal, tray_shift, tray_quat) -> bool:
     """:func:`inside_tray_at` of one goal in Python floats: the same answer, ~20x faster."""
-    return bool(_inside(*(float(v) for v in achieved[:3]), *(float(v) for v in goal[:3]),
-                        *(float(v) for v in tray_shift[:3]), *(float(v) for v in tray_quat[:4])))
+    a, g, s, q = achieved, goal, tray_shift, tray_quat  # indexed one by one: no generator per argument
+    return bool(_inside(float(a[0]), float(a[1]), float(a[2]), float(g[0]), float(g[1]), float(g[2]),
+                        float(s[0]), float(s[1]), float(s[2]), float(q[0]), float(q[1]), float(q[2]), float(q[3])))
 
 
 def placed_at(achieved, goal, tray_shift, tray_quat, released, at_rest, supported) -> np.ndarray:
@@ -145,8 +156,7 @@ def speeds(pose_before, pose_now, elapsed_s: float) -> tuple[float, float]:
     (inf, inf without a pose before, or no time between)."""
     if pose_before is None or not elapsed_s > 0:
         return math.inf, math.inf
-    a = pose_before[:7].tolist() if isinstance(pose_before, np.ndarray) else [float(v) for v in pose_before[:7]]
-    b = pose_now[:7].tolist() if isinstance(pose_now, np.ndarray) else [float(v) for v in pose_now[:7]]
+    a, b = floats7(pose_before), floats7(pose_now)
     moved = math.sqrt((b[0] - a[0]) ** 2 + (b[1] - a[1]) ** 2 + (b[2] - a[2]) ** 2)
     # the turn between the two orientations: q = a^-1 b, angle 2 atan2(|vec(q)|, |w(q)|)
     aw, ax, ay, az = a[3:]
@@ -172,9 +182,8 @@ class BlockContacts:
         return any(self.arm)
 
 
-@dataclass(frozen=True)
-class Placement:
-    """The judge's findings for one observation."""
+class Placement(NamedTuple):
+    """The judge's findings for one observation (a NamedTuple: made on every env step)."""
     contacts: BlockContacts
     speed_m_s: float
     turn_rad_s: float
@@ -257,6 +266,7 @@ class PlacementJudge:
         self._body = m.geom_bodyid.tolist()
         self._kinds = self._kind.tolist()
         self._no_grasp = (False,) * len(ARM_CONTACT_SIDES)
+        self._classified: dict[bytes, BlockContacts] = {}
         self._collide_with_block_only()
 
     def _collide_with_block_only(self) -> None:
@@ -289,10 +299,20 @@ class PlacementJudge:
         m, d = self.model, self.data
         mujoco.mj_kinematics(m, d)
         mujoco.mj_collision(m, d)
+        # The same geom pairs always mean the same contacts: classified once, then looked up.
+        pairs = d.contact.geom[:d.ncon].tobytes()
+        found = self._classified.get(pairs)
+        if found is None:
+            found = self._classify(d.contact.geom[:d.ncon].tolist())
+            if len(self._classified) < CONTACT_SETS_KEPT:
+                self._classified[pairs] = found
+        return found
+
+    def _classify(self, pairs: list) -> BlockContacts:
         arm, jaws = [False] * len(ARM_CONTACT_SIDES), set()
         tray = table = False
         body, kind, block = self._body, self._kinds, self.block
-        for g1, g2 in d.contact.geom[:d.ncon].tolist():  # a few contacts: a Python loop beats numpy here
+        for g1, g2 in pairs:
             if body[g1] == block:
                 other = g2
             elif body[g2] == block:
@@ -316,6 +336,7 @@ class PlacementJudge:
         """The placement of the observed configuration; ``block_pose_before``: the block's pose at the
         previous observation, ``elapsed_s`` before (None at a reset: not at rest)."""
         poses = np.asarray(object_poses, np.float64).reshape(-1, POSE_SIZE)
-        block, tray = poses[self._block_index], poses[self._tray_index]
+        rows = poses.tolist()
+        block, tray = rows[self._block_index], rows[self._tray_index]
         speed, turn = speeds(block_pose_before, block, elapsed_s)
-        return Placement(self.contacts(position, poses), speed, turn, tuple(block.tolist()), tuple(tray.tolist()))
+        return Placement(self.contacts(position, poses), speed, turn, tuple(block), tuple(tray))

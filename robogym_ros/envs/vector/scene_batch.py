@@ -144,10 +144,7 @@ class SceneBatch:
         p.data.qacc_warmstart[:] = s.warmstart0[0]
         for w in s.warnings:
             w.number = 0
-        for _ in range(self.n_ticks):
-            if p.step_tick():
-                return True
-        return False
+        return p.step_ticks(self.n_ticks)
 
     def gather(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """qpos (K, nq), qvel (K, nv), actuator_force (K, nu): new arrays, copied out of MjData."""
