@@ -49,4 +49,5 @@ def build_observation(layout: ObservationLayout, position: np.ndarray, velocity:
                       object_poses: np.ndarray, effort: np.ndarray) -> np.ndarray:
     """A new float64 vector (never a view of its inputs)."""
     grippers = [effort[i] for i in layout.gripper_index]  # two numbers: cheaper than numpy's take
-    return np.concatenate((position, velocity, np.ravel(object_poses), grippers), dtype=np.float64)
+    poses = object_poses.ravel() if isinstance(object_poses, np.ndarray) else np.ravel(object_poses)
+    return np.concatenate((position, velocity, poses, grippers), dtype=np.float64)
