@@ -103,7 +103,7 @@ def test_ticks_that_meet_the_controllers_closing_never_reach_a_destroyed_publish
         while not stop.is_set():
             handed[0] += 1
             try:
-                controllers.on_tick(dataclasses.replace(tick, stamp_ns=handed[0] * arms.STATE_PERIOD_NS))
+                controllers.on_tick(tick._replace(stamp_ns=handed[0] * arms.STATE_PERIOD_NS))
             except Exception as exc:  # noqa: BLE001 - what the pump thread would have died of
                 errors.append(f"{type(exc).__name__}: {exc}")
                 return
