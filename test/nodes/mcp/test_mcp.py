@@ -271,7 +271,9 @@ def test_observe_while_paused_waits_for_the_frame_of_a_stepped_tick(make_sim):
     async def scenario():
         async with stdio_agent(watcher.namespace, *TIMEOUT) as agent:
             is_error, text, _, took = await agent.call("observe")
-            assert is_error and "is paused at tick 0" in text and "step it" in text and took < 3.0, text
+            # at once: not the call's 15 s timeout (the first call also waits for the server to see the sim:
+            # 3.3 s once on a slow moment of this machine)
+            assert is_error and "is paused at tick 0" in text and "step it" in text and took < 7.5, (took, text)
             for _ in range(3):
                 await agent.ok("step", ticks=10)
                 data, images = await agent.ok("observe")
