@@ -46,7 +46,7 @@ class Tick(NamedTuple):
     def from_bytes(data: bytes) -> "Tick":
         # np.frombuffer over immutable bytes is read-only; copy so each field owns its memory.
         flat = np.frombuffer(data, dtype=np.float64).copy()
-        index, stamp_ns, episode, blew_up, n, k, s = (int(v) for v in flat[:_HEADER])
+        index, stamp_ns, episode, blew_up, n, k, s = map(int, flat[:_HEADER].tolist())
         off = _HEADER
         parts = []
         for size in (n, n, n, k * POSE_SIZE, s):
