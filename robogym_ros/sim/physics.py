@@ -245,9 +245,7 @@ class Physics:
     def step_tick(self) -> bool:
         """Advance one whole control tick at once (paused single step, as-fast-as-possible):
         the tick's physics steps in one call into MuJoCo, the same steps as step_physics takes."""
-        self.begin_tick()
-        mujoco.mj_step(self.model, self.data, self.decimation)
-        return self.end_tick()
+        return self.step_ticks(1)
 
     def step_ticks(self, n_ticks: int) -> bool:
         """:meth:`step_tick` ``n_ticks`` times, stopping at a tick that blew up (True: the scene was
