@@ -6,17 +6,17 @@ Loads the dataset with LeRobot's own ``LeRobotDataset`` and replays each episode
 local-mode env: ``reset(seed=sim_seed)``, then the dataset's actions, one per frame (they are
 exactly what the rollout sent, float32; in a noisy export ``sim_executed_action``, the targets
 sent). Every frame's ``sim_stamp_ns``, ``observation.state`` and ``observation.environment_state``
-(where present; with the grasp frames, those of the replayed joints) must equal the replayed env's
-at float32, and the timestamps be k / fps; relative actions (``meta/robogym.json``) plus the
-frame's state must equal the targets sent where no noise was added. A replay checks each action
-through the next frame; the last one has none, so it is checked against the export's record of
-where it led (``meta/rollout_ends.json``: the tick, joints and objects' poses after it, which the
-replay must equal at float32); a dataset without that record has its last actions named as
-unchecked. After the last action it says how the episode ended, judged by the env's own success
-(the block placed in the tray, touching no arm, at rest): how long success had held at the end,
-and the placing gripper's opening on the last frame. ``--require-success``: every episode must end
-with success held for ``--hold-s`` (the export's default, 1 s).
-Exit 0: every figure matches; 1: a mismatch (printed); 2: usage.
+(where present, in the dataset's layout: envs.environment_state, from the replayed poses and joints)
+must equal the replayed env's at float32, and the timestamps be k / fps; relative actions
+(``meta/robogym.json``) plus the frame's state must equal the targets sent where no noise was added.
+A replay checks each action through the next frame; the last one has none, so it is checked against
+the export's record of where it led (``meta/rollout_ends.json``: the tick, joints and objects' poses
+after it, which the replay must equal at float32); a dataset without that record has its last
+actions named as unchecked. After the last action it says how the episode ended, judged by the env's
+own success (the block placed in the tray, touching no arm, at rest): how long success had held at
+the end, and the placing gripper's opening on the last frame. ``--require-success``: every episode
+must end with success held for ``--hold-s`` (the export's default, 1 s). Exit 0: every figure
+matches; 1: a mismatch (printed); 2: usage.
 """
 from __future__ import annotations
 
@@ -27,7 +27,7 @@ from pathlib import Path
 
 import numpy as np
 
-from robogym_ros.envs.grasp_frames import GraspFrames
+from robogym_ros.envs.environment_state import EnvironmentState
 from robogym_ros.export.dataset import ENVIRONMENT_OBJECTS, ENVIRONMENT_STATE, EXECUTED, SEED, STAMP, STATE
 from robogym_ros.export.rollouts import ROLLOUT_ENDS, SUCCESS_HOLD_S, make_env, read_layout
 
@@ -79,7 +79,7 @@ def main(argv=None) -> int:
         return 2
     has_env_state = ENVIRONMENT_STATE in ds.features
     layout = read_layout(args.dataset)
-    grasp = GraspFrames(env.joint_names) if layout["environment_state"] == "objects_grasp" else None
+    objects = EnvironmentState(layout["environment_state"], env.joint_names)
     relative = layout["action_mode"] == "relative"
     ends_path = Path(args.dataset) / ROLLOUT_ENDS
     ends = json.loads(ends_path.read_text())["episodes"] if ends_path.exists() else None
@@ -89,7 +89,8 @@ def main(argv=None) -> int:
     hold_steps = max(1, round(args.hold_s / step_s))
     print(f"dataset: {ds.num_episodes} episodes, {ds.num_frames} frames at {ds.fps} fps, "
           f"environment_state {'yes' if has_env_state else 'no'}"
-          + (" with the grasp frames" if grasp is not None else "") + (", relative actions" if relative else ""))
+          + (f" ({objects.layout})" if objects.layout != "objects" else "")
+          + (", relative actions" if relative else ""))
     print("episode  seed        frames  state err  env-state err  success held at the end  placing gripper [rad]")
     problems = []
     try:
@@ -103,8 +104,8 @@ def main(argv=None) -> int:
             # noisy (DART) rollouts: the env was sent the executed targets; ``action`` is the clean label
             actions = rows[EXECUTED if EXECUTED in rows else "action"][sel].astype(np.float64)
             stamps, states, poses, placed, info, end = replay(env, seed, actions)
-            if grasp is not None and len(states):
-                poses = np.concatenate([poses, np.array([grasp(q) for q in states])], axis=1)
+            if objects.layout != "objects" and len(states):
+                poses = np.array([objects(p, q) for p, q in zip(poses, states, strict=True)])
             if len(stamps) != len(actions):
                 problems.append(f"episode {e}: the replay blew up after {len(stamps)} of {len(actions)} frames")
                 continue

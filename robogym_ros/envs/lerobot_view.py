@@ -8,9 +8,9 @@ observation key        dataset feature                        here
 =====================  =====================================  ===================================
 ``agent_pos``          ``observation.state``                  the 12 joint positions (rad)
 ``environment_state``  ``observation.environment_state``      block pose, then tray pose, each
-                                                              ``contract.POSE_LAYOUT`` (14); with
-                                                              ``objects_grasp`` then both grasp
-                                                              frames (envs.grasp_frames, 18)
+                                                              ``contract.POSE_LAYOUT`` (14), or
+                                                              another layout of
+                                                              envs.environment_state
 ``pixels/<camera>``    ``observation.images.<camera>``        uint8 (h, w, 3), the export's lens
 =====================  =====================================  ===================================
 
@@ -34,7 +34,8 @@ import numpy as np
 from gymnasium import spaces
 
 from robogym_ros.contract import POSE_SIZE
-from robogym_ros.envs.grasp_frames import GRASP_FRAME_SIZE, GraspFrames
+from robogym_ros.envs.environment_state import OBJECTS, EnvironmentState, environment_state_size
+from robogym_ros.envs.environment_state import check_layout as check_environment_state
 from robogym_ros.envs.handover import HandoverEnv
 from robogym_ros.sim.physics import discover_joints
 from robogym_ros.task.scene import default_model_path
@@ -51,19 +52,14 @@ OBS_TYPES = {
     "pixels_environment_state_agent_pos": (AGENT_POS, ENVIRONMENT_STATE, PIXELS),
 }
 DEFAULT_OBS_TYPE = "pixels_environment_state_agent_pos"
-OBJECTS = ("block", "tray")  # environment_state: these objects' poses, in this order
 DEFAULT_TASK = "hand the block to the other arm and lay it in the tray"
-# environment_state: the objects' poses (14), or those and both grasp frames (14 + 18)
-ENVIRONMENT_STATE_LAYOUTS = ("objects", "objects_grasp")
 # the action: the targets (absolute), or the targets less the observed joint positions (relative)
 ACTION_MODES = ("absolute", "relative")
 
 
 def check_layout(environment_state: str, action_mode: str) -> None:
     """ValueError naming the argument that is not one of its choices."""
-    if environment_state not in ENVIRONMENT_STATE_LAYOUTS:
-        raise ValueError(f"environment_state must be one of {list(ENVIRONMENT_STATE_LAYOUTS)}, "
-                         f"got {environment_state!r}")
+    check_environment_state(environment_state)
     if action_mode not in ACTION_MODES:
         raise ValueError(f"action_mode must be one of {list(ACTION_MODES)}, got {action_mode!r}")
 
@@ -96,7 +92,7 @@ class LeRobotView(gymnasium.Wrapper):
         start = u.layout.object_poses.start
         self._env_state = np.concatenate([start + POSE_SIZE * u.object_names.index(o) + np.arange(POSE_SIZE)
                                           for o in OBJECTS])
-        self._grasp = GraspFrames(u.joint_names) if environment_state == "objects_grasp" else None
+        self._make_environment_state = EnvironmentState(environment_state, u.joint_names)
         self.environment_state = environment_state
         self.action_mode = action_mode
         self._cameras = u.cameras
@@ -108,9 +104,9 @@ class LeRobotView(gymnasium.Wrapper):
         if ENVIRONMENT_STATE in self.keys:
             box = inner["observation"]
             low, high = box.low[self._env_state], box.high[self._env_state]
-            if self._grasp is not None:
-                low = np.concatenate([low, np.full(GRASP_FRAME_SIZE, -np.inf)])
-                high = np.concatenate([high, np.full(GRASP_FRAME_SIZE, np.inf)])
+            if environment_state != "objects":  # numbers computed from the poses and joints: unbounded here
+                size = self._make_environment_state.size
+                low, high = np.full(size, -np.inf), np.full(size, np.inf)
             entries[ENVIRONMENT_STATE] = spaces.Box(low, high, dtype=np.float64)
         if PIXELS in self.keys:
             entries[PIXELS] = spaces.Dict({c: inner[f"pixels/{c}"] for c in self._cameras})
@@ -132,9 +128,7 @@ class LeRobotView(gymnasium.Wrapper):
         if AGENT_POS in self.keys:
             out[AGENT_POS] = self._joints_now.copy()
         if ENVIRONMENT_STATE in self.keys:
-            out[ENVIRONMENT_STATE] = flat[self._env_state]  # fancy indexing: already a new array
-            if self._grasp is not None:
-                out[ENVIRONMENT_STATE] = np.concatenate([out[ENVIRONMENT_STATE], self._grasp(self._joints_now)])
+            out[ENVIRONMENT_STATE] = self._make_environment_state(flat[self._env_state], self._joints_now)
         if PIXELS in self.keys:
             out[PIXELS] = {c: obs[f"pixels/{c}"] for c in self._cameras}
         return out
@@ -193,6 +187,5 @@ def feature_shapes(model_path: str | None = None, environment_state: str = "obje
     scene's MJCF (no env made): what a LeRobot env config declares as its features."""
     check_layout(environment_state, "absolute")
     joints, _ = discover_joints(mujoco.MjModel.from_xml_path(model_path or default_model_path()))
-    grasp = GRASP_FRAME_SIZE if environment_state == "objects_grasp" else 0
-    return {AGENT_POS: (len(joints),), ENVIRONMENT_STATE: (POSE_SIZE * len(OBJECTS) + grasp,),
+    return {AGENT_POS: (len(joints),), ENVIRONMENT_STATE: (environment_state_size(environment_state),),
             "action": (len(joints),)}

@@ -7,8 +7,9 @@ Features are named as LeRobot names them for its dual SO-101 follower (``bi_so_f
 real robot's calibrated range. Optional ``observation.environment_state`` (LeRobot's name for
 privileged state, as PushT's keypoints): 14 float32, the block's then the tray's pose, each
 x y z qw qx qy qz (contract.POSE_LAYOUT; m, unit quaternion), named ``block.x`` ... ``tray.qz``;
-with the grasp frames, 18 more: each gripper's grasp site from the frame's joint positions
-(``envs.grasp_frames``, ``left_grasp.x`` ... ``right_grasp.yz``).
+other layouts (``envs.environment_state``): with the grasp frames, 18 more (each gripper's grasp
+site from the frame's joint positions, ``left_grasp.x`` ... ``right_grasp.yz``); with the block's
+symmetric orientation, the block's quaternion replaced by ``block.up2`` ... ``block.side_s4``.
 A dataset without cameras (state, action and the environment state only: what a state policy
 trains on) holds no video. ``lerobot`` is imported only when a writer is made: it is an optional
 extra (``pip install .[lerobot]``).
@@ -23,15 +24,14 @@ from typing import Iterator, Mapping, Sequence
 
 import numpy as np
 
-from robogym_ros.contract import POSE_LAYOUT
-from robogym_ros.envs.grasp_frames import grasp_frame_names
+from robogym_ros.envs.environment_state import OBJECTS, check_layout, environment_state_names
 
 ROBOT_TYPE = "bi_so_follower"  # LeRobot 0.6's name for two SO-101 followers (left_*, right_*)
 STATE = "observation.state"
 ACTION = "action"
 IMAGE_PREFIX = "observation.images."
 ENVIRONMENT_STATE = "observation.environment_state"
-ENVIRONMENT_OBJECTS = ("block", "tray")  # the order of the poses in environment_state
+ENVIRONMENT_OBJECTS = OBJECTS  # the order of the poses in environment_state
 # A rollout's seed (int64, every frame of its episode): a dataset can be replayed and checked
 # (recipes/verify_rollouts.py). Not under observation./action.: policies ignore it.
 SEED = "sim_seed"
@@ -47,7 +47,9 @@ EXECUTED = "sim_executed_action"
 # demonstrations hold the tray still on the table (its height and tilt vary by hundredths of a
 # millimetre), so the measured spread makes a millimetre's knock to the tray dozens of standard
 # deviations at a policy's input, a state no demonstration shows.
-ENVIRONMENT_STATE_STD_FLOOR = {"x": 0.01, "y": 0.01, "z": 0.01, "qw": 0.05, "qx": 0.05, "qy": 0.05, "qz": 0.05}
+ENVIRONMENT_STATE_STD_FLOOR = {"x": 0.01, "y": 0.01, "z": 0.01, "qw": 0.05, "qx": 0.05, "qy": 0.05, "qz": 0.05,
+                               # envs.block_symmetry's numbers, each within -1 .. 1 as a quaternion's
+                               "up2": 0.05, "long_c2": 0.05, "long_s2": 0.05, "side_c4": 0.05, "side_s4": 0.05}
 MEASURED_STD = "meta/environment_state_std.json"  # each component's measured standard deviation
 MISSING_LEROBOT = ("exporting a LeRobot dataset needs the optional lerobot extra (Python >= 3.12 for lerobot 0.6): "
                    "pip install -e '.[lerobot]'")
@@ -86,26 +88,19 @@ def feature_names(joint_names: Sequence[str]) -> list[str]:
     return [f"{name}.pos" for name in joint_names]
 
 
-def environment_state_names(grasp_frames: bool = False) -> list[str]:
-    """``block.x`` ... ``block.qz``, ``tray.x`` ... ``tray.qz``: 14 names in POSE_LAYOUT order; with
-    ``grasp_frames``, then ``left_grasp.x`` ... ``right_grasp.yz`` (envs.grasp_frames)."""
-    names = [f"{obj}.{c}" for obj in ENVIRONMENT_OBJECTS for c in POSE_LAYOUT]
-    return names + grasp_frame_names() if grasp_frames else names
-
-
 def features(joint_names: Sequence[str], camera_sizes: Mapping[str, tuple[int, int]], *,
              environment_state: bool = False, seeds: bool = False, executed: bool = False,
-             grasp_frames: bool = False) -> dict[str, dict]:
+             layout: str = "objects") -> dict[str, dict]:
     """The dataset's features; ``camera_sizes``: camera -> (height, width) in pixels;
     ``environment_state``: the objects' poses too; ``seeds``: each frame's episode seed (rollouts);
     ``executed``: the targets actually sent where they differ from the label (noisy rollouts, relative
-    actions); ``grasp_frames``: the environment state ends with both grasp frames."""
+    actions); ``layout``: what the environment state holds (envs.environment_state)."""
     names = feature_names(joint_names)
     out = {STATE: {"dtype": "float32", "shape": (len(names),), "names": names},
            ACTION: {"dtype": "float32", "shape": (len(names),), "names": list(names)},
            STAMP: {"dtype": "int64", "shape": (1,), "names": None}}
     if environment_state:
-        env_names = environment_state_names(grasp_frames)
+        env_names = environment_state_names(layout)
         out[ENVIRONMENT_STATE] = {"dtype": "float32", "shape": (len(env_names),), "names": env_names}
     if seeds:
         out[SEED] = {"dtype": "int64", "shape": (1,), "names": None}
@@ -127,8 +122,9 @@ class DatasetWriter:
     def __init__(self, out: str | Path, *, fps: int, joint_names: Sequence[str],
                  camera_sizes: Mapping[str, tuple[int, int]], task: str, repo_id: str | None = None,
                  environment_state: bool = False, seeds: bool = False, executed: bool = False,
-                 grasp_frames: bool = False):
+                 layout: str = "objects"):
         out = Path(out)
+        check_layout(layout)
         if out.exists():
             raise FileExistsError(f"{out} exists already: a dataset is written into a new folder")
         if not (isinstance(fps, int) and fps > 0):
@@ -145,13 +141,13 @@ class DatasetWriter:
         self.environment_state = bool(environment_state)
         self.seeds = bool(seeds)
         self.executed = bool(executed)
-        self.grasp_frames = bool(grasp_frames)
+        self.layout = layout
         self.n_frames = 0
         self.n_episodes = 0
         self._in_episode = 0
         self._dataset = LeRobotDataset.create(self.repo_id, fps, features(
             joint_names, camera_sizes, environment_state=self.environment_state, seeds=self.seeds,
-            executed=self.executed, grasp_frames=self.grasp_frames), root=out,
+            executed=self.executed, layout=self.layout), root=out,
             robot_type=ROBOT_TYPE, use_videos=bool(self.cameras),
             video_backend="pyav")  # a writer decodes nothing; this skips probing torchcodec's FFmpeg
 
@@ -166,12 +162,10 @@ class DatasetWriter:
                  STAMP: np.array([stamp_ns], np.int64), "task": self.task}
         if self.environment_state:
             values = np.asarray(environment_state, np.float64).reshape(-1)
-            size = len(environment_state_names(self.grasp_frames))
+            size = len(environment_state_names(self.layout))
             if values.shape != (size,):
-                raise ValueError(f"environment_state must be {len(ENVIRONMENT_OBJECTS)} poses of "
-                                 f"{len(POSE_LAYOUT)} numbers"
-                                 + (" and the grasp frames" if self.grasp_frames else "")
-                                 + f" ({size}), got shape {np.shape(environment_state)}")
+                raise ValueError(f"environment_state ({self.layout}) must be {size} numbers, "
+                                 f"got shape {np.shape(environment_state)}")
             frame[ENVIRONMENT_STATE] = values.astype(np.float32)
         if self.seeds:
             frame[SEED] = np.array([seed], np.int64)
@@ -223,10 +217,10 @@ def floor_environment_state_std(root: str | Path, floor: bool = True) -> list[st
     entry = stats[ENVIRONMENT_STATE]
     kept = Path(root) / MEASURED_STD
     measured = list(json.loads(kept.read_text()).values()) if kept.exists() else [float(v) for v in entry["std"]]
-    names = environment_state_names(grasp_frames=len(measured) > len(ENVIRONMENT_OBJECTS) * len(POSE_LAYOUT))
-    # the objects' poses only: a grasp frame moves with the arms, its spread is never near zero
-    floors = [ENVIRONMENT_STATE_STD_FLOOR[c] for _ in ENVIRONMENT_OBJECTS for c in POSE_LAYOUT]
-    floors += [0.0] * (len(names) - len(floors))
+    names = json.loads((Path(root) / "meta" / "info.json").read_text())["features"][ENVIRONMENT_STATE]["names"]
+    # the objects' poses only: a grasp frame moves with the arms
+    floors = [ENVIRONMENT_STATE_STD_FLOOR.get(n.split(".", 1)[1], 0.0) if n.split(".", 1)[0] in ENVIRONMENT_OBJECTS
+              else 0.0 for n in names]
     entry["std"] = [max(v, f) for v, f in zip(measured, floors, strict=True)] if floor else measured
     kept.write_text(json.dumps(dict(zip(names, measured, strict=True)), indent=1))
     path.write_text(json.dumps(stats, indent=4))

@@ -63,6 +63,10 @@ def build_parser() -> argparse.ArgumentParser:
         "rollouts with --environment-state: append both grippers' grasp frames (position and rotation, 18 float32 "
         "from the frame's joint positions, left_grasp.x ... right_grasp.yz); lerobot-eval: "
         "--env.environment_state=objects_grasp"))
+    p.add_argument("--symmetric-objects", action="store_true", help=(
+        "rollouts with --environment-state: each object's orientation as 5 numbers its symmetries leave be instead of "
+        "its quaternion (block.x block.y block.z block.up2 block.long_c2 block.long_s2 block.side_c4 block.side_s4, "
+        "then tray.x ... tray.side_s4: 16 float32); lerobot-eval: --env.environment_state=objects_symmetric"))
     p.add_argument("--relative-actions", action="store_true", help=(
         "rollouts: store each action as the targets less the frame's joint positions (the targets sent as "
         "sim_executed_action); lerobot-eval: --env.action_mode=relative"))
@@ -78,12 +82,17 @@ def main(argv: list[str] | None = None) -> int:
     if not args.task.strip():
         print("error: --task must not be empty", file=sys.stderr)
         return EXIT_USAGE
-    if (args.grasp_frames or args.relative_actions) and args.bag is not None:
-        print("error: --grasp-frames and --relative-actions are for --rollouts", file=sys.stderr)
+    if (args.grasp_frames or args.symmetric_objects or args.relative_actions) and args.bag is not None:
+        print("error: --grasp-frames, --symmetric-objects and --relative-actions are for --rollouts", file=sys.stderr)
         return EXIT_USAGE
-    if args.grasp_frames and not args.environment_state:
-        print("error: --grasp-frames needs --environment-state (the grasp frames are part of it)", file=sys.stderr)
+    if args.grasp_frames and args.symmetric_objects:
+        print("error: --grasp-frames and --symmetric-objects are two layouts of the environment state: choose one",
+              file=sys.stderr)
         return EXIT_USAGE
+    for flag, asked in (("--grasp-frames", args.grasp_frames), ("--symmetric-objects", args.symmetric_objects)):
+        if asked and not args.environment_state:
+            print(f"error: {flag} needs --environment-state (it is a layout of it)", file=sys.stderr)
+            return EXIT_USAGE
     if args.no_cameras and args.bag is not None:
         print("error: --no-cameras is for --rollouts: a bag's frames are its camera frames", file=sys.stderr)
         return EXIT_USAGE
@@ -134,12 +143,17 @@ def _from_rollouts(args: argparse.Namespace, out: Path) -> int:
                             max_steps=args.max_steps, repo_id=args.repo_id, on_episode=report,
                             only_success=args.only_success, environment_state=args.environment_state,
                             success_hold_s=args.success_hold_s, noise_rad=args.noise_rad,
-                            noisy_share=args.noisy_share, grasp_frames=args.grasp_frames,
+                            noisy_share=args.noisy_share, environment_state_layout=layout_of(args),
                             relative_actions=args.relative_actions)
     if not writer.n_episodes:
         raise ValueError(f"no episode to write: none of the {args.rollouts} rollouts succeeded")
     _summary(writer, writer.fps, cameras)
     return 0
+
+
+def layout_of(args: argparse.Namespace) -> str:
+    """The environment state's layout (envs.environment_state) the flags ask for."""
+    return "objects_grasp" if args.grasp_frames else "objects_symmetric" if args.symmetric_objects else "objects"
 
 
 def _summary(writer, fps: int, cameras: list[str]) -> None:

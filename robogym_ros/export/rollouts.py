@@ -29,8 +29,10 @@ slipped at the handover), and what DART teaches is to bring a free arm back onto
 from the perturbed scene (its grasp checks replan on what the physics shows); the targets sent are
 stored as ``sim_executed_action``, which a replay sends.
 
-Layouts (``LAYOUT``): ``grasp_frames`` appends both grippers' grasp frames, computed from the
-frame's joint positions (``envs.grasp_frames``), to the environment state; ``relative_actions``
+Layouts (``LAYOUT``): ``environment_state_layout`` says what the environment state holds
+(``envs.environment_state``: the objects' poses; with both grippers' grasp frames, computed from
+the frame's joint positions; or with the block's orientation as numbers its symmetries leave be);
+``relative_actions``
 stores each action as the targets less the frame's joint positions (the env's
 ``action_mode="relative"`` adds them back), and the targets sent as ``sim_executed_action``.
 
@@ -51,7 +53,7 @@ from typing import Callable, Iterator, Sequence
 import numpy as np
 
 from robogym_ros.contract import NS_PER_S
-from robogym_ros.envs.grasp_frames import GraspFrames
+from robogym_ros.envs.environment_state import EnvironmentState, check_layout
 from robogym_ros.envs.handover import HandoverEnv
 from robogym_ros.export.dataset import ENVIRONMENT_OBJECTS, DatasetWriter
 
@@ -233,34 +235,35 @@ def write_rollouts(out, task: str, n_episodes: int, factory: PolicyFactory, *, s
                    on_episode: Callable[[RolloutEpisode], None] | None = None,
                    only_success: bool = False, environment_state: bool = False,
                    success_hold_s: float = SUCCESS_HOLD_S, noise_rad: float = 0.0,
-                   noisy_share: float = 1.0, grasp_frames: bool = False,
+                   noisy_share: float = 1.0, environment_state_layout: str = "objects",
                    relative_actions: bool = False) -> DatasetWriter:
     """Roll out and write a new dataset at ``out``; ``on_episode`` sees each episode (a test does);
     ``only_success`` leaves out episodes that did not end in success; ``environment_state`` adds
     the objects' poses; ``noise_rad`` and ``noisy_share`` inject noise (the module's docstring) and
-    store the targets sent; ``grasp_frames`` and ``relative_actions``: the layouts above. Every frame
+    store the targets sent; ``environment_state_layout`` and ``relative_actions``: the layouts above. Every frame
     carries its episode's seed (``sim_seed``)."""
     check_noise(noise_rad, noisy_share)
-    if grasp_frames and not environment_state:
-        raise ValueError("grasp frames are part of the environment state: ask for it too (--environment-state)")
+    check_layout(environment_state_layout)
+    if environment_state_layout != "objects" and not environment_state:
+        raise ValueError(f"the layout {environment_state_layout!r} is the environment state's: ask for it too "
+                         "(--environment-state)")
     executed = (noise_rad > 0 and noisy_share > 0) or relative_actions
     env = make_env(cameras, width_px=width_px, height_px=height_px, action_repeat=action_repeat)
-    grasp = GraspFrames(env.joint_names) if grasp_frames else None
+    objects = EnvironmentState(environment_state_layout, env.joint_names)
     ends = []
     try:
         sizes = {c: (height_px, width_px) for c in cameras}
         with DatasetWriter(out, fps=fps_of(env), joint_names=env.joint_names, camera_sizes=sizes, task=task,
                            repo_id=repo_id, environment_state=environment_state, seeds=True,
-                           executed=executed, grasp_frames=grasp_frames) as writer:
+                           executed=executed, layout=environment_state_layout) as writer:
             for episode in rollouts(env, n_episodes, factory, seed=seed, max_steps=max_steps,
                                     success_hold_s=success_hold_s, noise_rad=noise_rad,
                                     noisy_share=noisy_share):
                 if episode.outcome == "success" or not only_success:
                     for f in episode.frames:
-                        objects = f.environment_state if grasp is None else np.concatenate(
-                            [f.environment_state, grasp(f.state)])
                         action = f.action - f.state if relative_actions else f.action
-                        writer.add(f.stamp_ns, f.state, action, f.images, environment_state=objects,
+                        state = objects(f.environment_state, f.state) if environment_state else None
+                        writer.add(f.stamp_ns, f.state, action, f.images, environment_state=state,
                                    seed=episode.seed, executed=f.executed)
                     writer.end_episode()
                     e = episode.end
@@ -272,7 +275,7 @@ def write_rollouts(out, task: str, n_episodes: int, factory: PolicyFactory, *, s
     finally:
         env.close()
     (Path(out) / ROLLOUT_ENDS).write_text(json.dumps({"episodes": ends}))
-    (Path(out) / LAYOUT).write_text(json.dumps({"environment_state": "objects_grasp" if grasp_frames else "objects",
+    (Path(out) / LAYOUT).write_text(json.dumps({"environment_state": environment_state_layout,
                                                 "action_mode": "relative" if relative_actions else "absolute",
                                                 "noise_rad": noise_rad, "noisy_share": noisy_share}))
     return writer

@@ -20,12 +20,18 @@ MEASURED = [0.0257, 0.203, 0.029, 0.49, 0.409, 0.424, 0.531, 0.000459, 0.289, 2.
             0.734]
 
 
+def _write(root, layout: str, measured: list[float]):
+    (root / "meta").mkdir(parents=True)
+    stats = {ENVIRONMENT_STATE: {"mean": [0.0] * len(measured), "std": list(measured)}, "action": {"std": [1e-9] * 12}}
+    (root / "meta" / "stats.json").write_text(json.dumps(stats))
+    info = {"features": {ENVIRONMENT_STATE: {"names": environment_state_names(layout)}}}  # LeRobot's meta/info.json
+    (root / "meta" / "info.json").write_text(json.dumps(info))
+    return root
+
+
 @pytest.fixture
 def dataset(tmp_path):
-    (tmp_path / "meta").mkdir()
-    stats = {ENVIRONMENT_STATE: {"mean": [0.0] * 14, "std": list(MEASURED)}, "action": {"std": [1e-9] * 12}}
-    (tmp_path / "meta" / "stats.json").write_text(json.dumps(stats))
-    return tmp_path
+    return _write(tmp_path, "objects", MEASURED)
 
 
 def _std(root):
@@ -58,3 +64,14 @@ def test_a_dataset_without_the_environment_state_is_refused_and_left_as_it_was(t
     with pytest.raises(ValueError, match="exported without --environment-state"):
         floor_environment_state_std(tmp_path)
     assert not (tmp_path / MEASURED_STD).exists()
+
+
+def test_the_symmetric_layout_floors_its_orientation_numbers_held_still_too(tmp_path):
+    """objects_symmetric: the tray lying flat holds up2, long_c2 and long_s2 still (1, 0, 0)."""
+    names = environment_state_names("objects_symmetric")
+    measured = [0.0257, 0.203, 0.029, 0.429, 0.384, 0.700, 0.473, 0.448, 0.00046, 0.289, 2e-05, 2e-05, 0.0, 0.0,
+                0.709, 0.705]  # the 200 clean demonstrations' spread (2026-12-07)
+    root = _write(tmp_path / "sym", "objects_symmetric", measured)
+    assert floor_environment_state_std(root) == ["tray.x", "tray.z", "tray.up2", "tray.long_c2", "tray.long_s2"]
+    assert dict(zip(names, _std(root)))["tray.long_c2"] == 0.05
+    assert dict(zip(names, _std(root)))["block.side_c4"] == 0.473  # spread by the demonstrations: as measured

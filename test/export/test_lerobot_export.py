@@ -431,11 +431,14 @@ def test_a_state_only_rollouts_dataset_has_no_video_and_the_same_state_and_actio
     assert "--no-cameras is for --rollouts" in capsys.readouterr().err and not (tmp_path / "b").exists()
     # the layouts are the rollouts' (a bag has no expert targets to make relative), and the grasp
     # frames are part of the environment state: refused, nothing written
-    for flag in ("--grasp-frames", "--relative-actions"):
+    for flag in ("--grasp-frames", "--symmetric-objects", "--relative-actions"):
         assert main(["--bag", str(tmp_path / "any"), "--out", str(tmp_path / "b"), "--task", "t", flag]) == EXIT_USAGE
         assert "are for --rollouts" in capsys.readouterr().err and not (tmp_path / "b").exists()
-    assert main([*common[:-1], "--out", str(tmp_path / "g"), "--grasp-frames"]) == EXIT_USAGE
-    assert "--grasp-frames needs --environment-state" in capsys.readouterr().err and not (tmp_path / "g").exists()
+    for flag in ("--grasp-frames", "--symmetric-objects"):
+        assert main([*common[:-1], "--out", str(tmp_path / "g"), flag]) == EXIT_USAGE
+        assert f"{flag} needs --environment-state" in capsys.readouterr().err and not (tmp_path / "g").exists()
+    assert main([*common, "--out", str(tmp_path / "g"), "--grasp-frames", "--symmetric-objects"]) == EXIT_USAGE
+    assert "two layouts of the environment state" in capsys.readouterr().err and not (tmp_path / "g").exists()
 
 
 # ----------------------------------------------------------------------------- a bag from the real recorder

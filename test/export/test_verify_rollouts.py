@@ -90,7 +90,7 @@ def test_grasp_frames_and_relative_actions_are_replayed_and_checked(exported_gra
     assert layout["environment_state"] == "objects_grasp" and layout["action_mode"] == "relative"
     assert _verifier().main(["--dataset", str(exported_grasp_relative)]) == 0
     out = capsys.readouterr().out
-    assert "with the grasp frames, relative actions" in out and "OK: every episode replays" in out
+    assert "(objects_grasp), relative actions" in out and "OK: every episode replays" in out
 
 
 def test_a_changed_relative_action_or_grasp_frame_is_found(exported_grasp_relative, tmp_path, capsys):
@@ -112,3 +112,28 @@ def test_a_changed_relative_action_or_grasp_frame_is_found(exported_grasp_relati
         assert _verifier().main(["--dataset", str(ds)]) == 1
         out = capsys.readouterr().out
         assert ("relative action + state" if column == "action" else "environment_state error") in out, column
+
+
+def test_the_symmetric_layout_is_replayed_and_checked(tmp_path, capsys):
+    """--symmetric-objects: each frame's numbers are those of the replayed poses (envs.block_symmetry);
+    positive control: one frame's block orientation numbers moved is found."""
+    pytest.importorskip("lerobot", reason=lerobot_reason)
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from robogym_ros.envs.environment_state import environment_state_names
+    from robogym_ros.export.lerobot import main
+    out = tmp_path / "ds"
+    assert main(["--rollouts", "1", "--policy", "sweep", "--max-steps", "30", "--task", "t", "--no-cameras",
+                 "--environment-state", "--symmetric-objects", "--out", str(out)]) == 0
+    assert _verifier().main(["--dataset", str(out)]) == 0
+    assert "(objects_symmetric)" in capsys.readouterr().out
+    (path,) = sorted((out / "data").rglob("*.parquet"))
+    table = pq.read_table(path)
+    values = table.column("observation.environment_state").to_pylist()
+    assert len(values[0]) == len(environment_state_names("objects_symmetric")) == 16
+    values[7][environment_state_names("objects_symmetric").index("block.side_c4")] += 1e-3
+    i = table.schema.get_field_index("observation.environment_state")
+    pq.write_table(table.set_column(i, table.schema.field(i), pa.array(values, type=table.schema.field(i).type)), path)
+    assert _verifier().main(["--dataset", str(out)]) == 1
+    assert "environment_state error" in capsys.readouterr().out

@@ -112,8 +112,9 @@ class RobogymHandoverEnv(EnvConfig):
     observation_height: int = 240
     render_mode: str = "rgb_array"  # lerobot-eval's videos: the first camera of `cameras`
     task_description: str = DEFAULT_TASK
-    # what the dataset the policy learned from holds (its meta/robogym.json): the objects' poses, or
-    # those and both grasp frames; the targets, or the targets less the observed joint positions
+    # what the dataset the policy learned from holds (its meta/robogym.json): the objects' poses, those
+    # and both grasp frames, or the objects' symmetric poses (robogym_ros.envs.environment_state); the
+    # targets, or the targets less the observed joint positions
     environment_state: str = "objects"
     action_mode: str = "absolute"
     # the env's reward (robogym_ros.task.goals.REWARD_TYPES): sparse (0 placed, -1 otherwise), dense, or
