@@ -7,11 +7,13 @@ on held-out seeds; prints each command, its wall time, the training loss curve a
 Runs in the venv `./dev lerobot` made (LeRobot and the env plugin next to the sim). The steps are the
 README's commands ("Train and evaluate with LeRobot"), with its defaults:
 
-1. ``python -m robogym_ros.export.lerobot --rollouts N --no-cameras`` (the scripted expert, seeds
-   0 .. N-1, with ``observation.environment_state``; a state policy reads no images, so none is
-   rendered); episodes the expert did not finish are left out;
+1. ``python -m robogym_ros.export.lerobot --rollouts N --no-cameras --symmetric-objects`` (the
+   scripted expert, seeds 0 .. N-1, with ``observation.environment_state``: each object's position
+   and its orientation as numbers its symmetries leave be; a state policy reads no images, so none
+   is rendered); episodes the expert did not finish are left out;
 2. ``lerobot-train --policy.type=act`` sized for a few CPU cores (no VAE, one thread: the training
-   loop and its data loading share the cores);
+   loop and its data loading share the cores), the environment state normalised with the std floor,
+   no dropout, the learning rate falling from 5e-4 to 5e-6 (cosine);
 3. ``lerobot-eval --env.type=robogym_handover`` with temporal ensembling on ``--eval-episodes`` (200)
    seeds from ``--eval-seed`` (disjoint from the demonstrations' seeds 0 .. N-1: refused otherwise),
    and the same seeds run once by the scripted expert through LeRobot's own rollout, the reference
@@ -21,11 +23,13 @@ README's commands ("Train and evaluate with LeRobot"), with its defaults:
    success, interval).
 
 ``--noise-rad`` / ``--noisy-share`` export noisy demonstrations (DART, docs/lerobot.md);
-``--grasp-frames`` adds both grippers' grasp frames to the environment state, ``--relative-actions``
-makes each action the targets less the observed joint positions; the evaluation gives the policy
-the same (``--env.environment_state``, ``--env.action_mode``, from the dataset's meta/robogym.json).
-``--lr-schedule cosine`` lets the learning rate fall from ``--lr`` to a hundredth of it at ``--steps``
-(ACT's preset keeps it constant).
+``--environment-state`` chooses what the environment state holds (``objects``: the poses with
+quaternions, the recipe's layout before 2026-12-07; ``objects_grasp``: those and both grippers'
+grasp frames), ``--relative-actions`` makes each action the targets less the observed joint
+positions; the evaluation gives the policy the same (``--env.environment_state``,
+``--env.action_mode``, from the dataset's meta/robogym.json). ``--lr-schedule constant``,
+``--lr 1e-4``, ``--dropout 0.1`` and ``--no-env-std-floor`` train as ACT's preset does (and as
+the recipe did before 2026-12-07).
 
 A step whose output exists already (the dataset, a checkpoint at ``--steps``) is not run again, so a
 run can be resumed by running the same command; ``--fresh`` removes ``--out`` first. Nothing it writes
@@ -47,13 +51,18 @@ import sys
 import time
 from pathlib import Path
 
+from robogym_ros.envs.environment_state import LAYOUTS
 from robogym_ros.export.dataset import floor_environment_state_std
 from robogym_ros.export.evaluation import failures_by_stage, max_rewards, outcomes, summary, write_outcomes
+from robogym_ros.export.lerobot import LAYOUT_FLAGS
 from robogym_ros.export.rollouts import read_layout
 from robogym_ros.task.goals import STAGES, stage_of_staged_reward
 
 BIN = Path(sys.executable).parent
 TASK = "hand the block to the other arm and lay it in the tray"
+# LeRobot's ACT preset, how every run recorded before the recipe wrote these (trained_with.json)
+# trained; a row names where its training differs from it
+ACT_PRESET = {"lr": 1e-4, "dropout": 0.1, "decoder layers": 1}
 # lerobot-train's log line every --log_freq steps; its step count is rounded ("2K"), so the step is
 # the line's place in the log times --log_freq
 STEP_LINE = re.compile(r"ot_train\.py:\d+ step:\S+ .*?loss:([0-9.eE+-]+)")
@@ -77,7 +86,8 @@ def train_command(args, dataset: Path, train: Path) -> list[str]:
             "--policy.type=act", "--policy.device=cpu", "--policy.push_to_hub=false",
             "--policy.pretrained_backbone_weights=null", f"--policy.dim_model={args.dim_model}",
             f"--policy.n_heads={args.n_heads}", f"--policy.dim_feedforward={args.dim_feedforward}",
-            f"--policy.n_encoder_layers={args.encoder_layers}", "--policy.use_vae=false",
+            f"--policy.n_encoder_layers={args.encoder_layers}", f"--policy.n_decoder_layers={args.decoder_layers}",
+            f"--policy.dropout={args.dropout}", "--policy.use_vae=false",
             f"--policy.chunk_size={args.chunk_size}", f"--policy.n_action_steps={args.chunk_size}",
             f"--policy.optimizer_lr={args.lr}", *lr_schedule_flags(args),
             # LeRobot leaves the ENV type unnormalised by default: see --env-normalization
@@ -145,18 +155,20 @@ def main(argv=None) -> int:
     p.add_argument("--demos", type=int, default=200, help="expert rollouts exported (seeds 0 .. N-1)")
     p.add_argument("--steps", type=int, default=6000, help="lerobot-train steps")
     p.add_argument("--batch-size", type=int, default=32)
-    p.add_argument("--lr", type=float, default=1e-4)
-    p.add_argument("--lr-schedule", choices=["constant", "cosine"], default="constant", help=(
-        "constant (ACT's preset), or cosine: from --lr down to a hundredth of it at --steps"))
+    p.add_argument("--lr", type=float, default=5e-4, help="the learning rate (ACT's preset: 1e-4)")
+    p.add_argument("--dropout", type=float, default=0.0, help="ACT's dropout (LeRobot's preset: 0.1)")
+    p.add_argument("--lr-schedule", choices=["constant", "cosine"], default="cosine", help=(
+        "cosine: from --lr down to a hundredth of it at --steps; or constant (ACT's preset)"))
     p.add_argument("--dim-model", type=int, default=256)
     p.add_argument("--n-heads", type=int, default=4)
     p.add_argument("--dim-feedforward", type=int, default=1024)
     p.add_argument("--encoder-layers", type=int, default=4)
+    p.add_argument("--decoder-layers", type=int, default=1, help="ACT's decoder layers (LeRobot's default 1)")
     p.add_argument("--env-normalization", default="MEAN_STD", choices=["MEAN_STD", "MIN_MAX", "IDENTITY"], help=(
         "how the environment state is normalised: MEAN_STD like the joints (the README's recipe); IDENTITY, "
         "LeRobot's default for it, leaves metres and quaternions as they are; MIN_MAX maps the demonstrations' "
         "range to -1..1 (see the README for what each reached)"))
-    p.add_argument("--env-std-floor", action="store_true", help=(
+    p.add_argument("--env-std-floor", action=argparse.BooleanOptionalAction, default=True, help=(
         "normalise the environment state with each standard deviation at least "
         "robogym_ros.export.dataset.ENVIRONMENT_STATE_STD_FLOOR (1 cm, 0.05 of a quaternion): the demonstrations "
         "hold the tray's height and tilt still to hundredths of a millimetre"))
@@ -169,7 +181,10 @@ def main(argv=None) -> int:
     p.add_argument("--train-seed", type=int, default=1000)
     p.add_argument("--noise-rad", type=float, default=0.0, help="DART: noise on the targets sent [rad] (the export's)")
     p.add_argument("--noisy-share", type=float, default=1.0, help="DART: the share of noisy demonstrations")
-    p.add_argument("--grasp-frames", action="store_true", help="the environment state ends with both grasp frames")
+    p.add_argument("--environment-state", choices=LAYOUTS, default="objects_symmetric", help=(
+        "what the environment state holds (robogym_ros.envs.environment_state): objects_symmetric, each object's "
+        "orientation as numbers its symmetries leave be; objects, the poses with quaternions; objects_grasp, those "
+        "and both grasp frames"))
     p.add_argument("--relative-actions", action="store_true", help="actions: the targets less the joint positions")
     p.add_argument("--eval-episodes", type=int, default=200, help="held-out episodes (200: an interval of about "
                    "+-7 points)")
@@ -199,24 +214,27 @@ def main(argv=None) -> int:
         export = [sys.executable, "-m", "robogym_ros.export.lerobot", "--rollouts", str(args.demos), "--out",
                   str(state), "--task", TASK, "--environment-state", "--only-success", "--no-cameras",
                   "--noise-rad", str(args.noise_rad), "--noisy-share", str(args.noisy_share)]
-        export += ["--grasp-frames"] * args.grasp_frames + ["--relative-actions"] * args.relative_actions
+        export += LAYOUT_FLAGS[args.environment_state] + ["--relative-actions"] * args.relative_actions
         figures["export_s"] = run(export, args.out / "export.log")
     kept = read_layout(state)
     layout = {k: kept[k] for k in ("environment_state", "action_mode")}
-    asked = {"environment_state": "objects_grasp" if args.grasp_frames else "objects",
+    asked = {"environment_state": args.environment_state,
              "action_mode": "relative" if args.relative_actions else "absolute"}
     if layout != asked:
-        sys.exit(f"{state} holds {layout}, not the {asked} asked for: add or drop --grasp-frames / "
+        sys.exit(f"{state} holds {layout}, not the {asked} asked for: change --environment-state / "
                  "--relative-actions, or use another --out")
     last = train / "checkpoints" / f"{args.steps:06d}" / "pretrained_model"
     normalised = "floor" if args.env_std_floor else "measured"
-    trained_with = {"environment state std": normalised, "lr schedule": args.lr_schedule}
+    trained_with = {"environment state std": normalised, "lr schedule": args.lr_schedule, "lr": args.lr,
+                    "dropout": args.dropout, "decoder layers": args.decoder_layers}
     mode_file = args.out / "trained_with.json"  # a checkpoint kept from before must match the row it gives
-    if last.exists() and mode_file.exists() and json.loads(mode_file.read_text()) != trained_with:
-        kept_with = json.loads(mode_file.read_text())
-        sys.exit(f"{train} was trained with the environment state's {kept_with['environment state std']} std "
-                 f"and the {kept_with['lr schedule']} lr schedule, not the {normalised} std and "
-                 f"{args.lr_schedule} schedule asked for: change --env-std-floor / --lr-schedule, or use another --out")
+    # a run recorded before these were written trained with ACT's preset
+    kept_with = ({**ACT_PRESET, **json.loads(mode_file.read_text())} if mode_file.exists() else None)
+    if last.exists() and kept_with is not None and kept_with != trained_with:
+        differ = [k for k in trained_with if kept_with.get(k) != trained_with[k]]
+        sys.exit(f"{train} was trained with " + ", ".join(f"{k} {kept_with.get(k)}" for k in differ) + ", not the "
+                 + ", ".join(f"{k} {trained_with[k]}" for k in differ) + " asked for: change --[no-]env-std-floor / "
+                 "--lr-schedule / --lr / --dropout / --decoder-layers, or use another --out")
     raised = floor_environment_state_std(state, args.env_std_floor)  # what training normalises with
     how = f"the std floor (raised: {', '.join(raised)})" if args.env_std_floor else "its measured std"
     print(f"environment state normalised with {how}")
@@ -233,6 +251,7 @@ def main(argv=None) -> int:
 
     table = []
     schedule = " (cosine lr)" if args.lr_schedule == "cosine" else ""
+    schedule += "".join(f", {k} {trained_with[k]:g}" for k in ACT_PRESET if trained_with[k] != ACT_PRESET[k])
     for steps in eval_steps:
         checkpoint = train / "checkpoints" / f"{steps:06d}" / "pretrained_model"
         name = f"{steps:06d}_{args.eval_seed}_{args.eval_episodes}"

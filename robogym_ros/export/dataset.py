@@ -8,8 +8,8 @@ real robot's calibrated range. Optional ``observation.environment_state`` (LeRob
 privileged state, as PushT's keypoints): 14 float32, the block's then the tray's pose, each
 x y z qw qx qy qz (contract.POSE_LAYOUT; m, unit quaternion), named ``block.x`` ... ``tray.qz``;
 other layouts (``envs.environment_state``): with the grasp frames, 18 more (each gripper's grasp
-site from the frame's joint positions, ``left_grasp.x`` ... ``right_grasp.yz``); with the block's
-symmetric orientation, the block's quaternion replaced by ``block.up2`` ... ``block.side_s4``.
+site from the frame's joint positions, ``left_grasp.x`` ... ``right_grasp.yz``); with symmetric
+objects, each quaternion replaced by five numbers (``block.up2`` ... ``block.side_s4``, then the tray's).
 A dataset without cameras (state, action and the environment state only: what a state policy
 trains on) holds no video. ``lerobot`` is imported only when a writer is made: it is an optional
 extra (``pip install .[lerobot]``).

@@ -19,6 +19,10 @@ EXIT_FAILED = 1
 EXIT_USAGE = 2
 
 
+# the flag that asks for each layout of the environment state (envs.environment_state)
+LAYOUT_FLAGS = {"objects": [], "objects_grasp": ["--grasp-frames"], "objects_symmetric": ["--symmetric-objects"]}
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m robogym_ros.export.lerobot", description=(
         "Write a LeRobot dataset (v3.0: parquet, one mp4 per camera, meta) from a bag recorded with "

@@ -19,17 +19,22 @@ def _recipe():
     return module
 
 
+# how the first run of the test trains, where it is not the recipe's default
+KEPT = ["--no-env-std-floor", "--lr", "1e-4", "--dropout", "0.1"]
+GRASP = ["--environment-state", "objects_grasp", "--relative-actions"]
+
+
 def test_two_checkpoints_are_each_a_row_of_the_table(tmp_path, capsys):
     pytest.importorskip("lerobot", reason="needs the optional lerobot extra (Python >= 3.12)")
     out = tmp_path / "recipe"
     assert _recipe().main(["--out", str(out), "--demos", "2", "--steps", "4", "--eval-steps", "2", "4",
                            "--eval-episodes", "1", "--log-freq", "1", "--no-expert", "--noise-rad", "0.02",
                            "--noisy-share", "0.5", "--dim-model", "32", "--n-heads", "2", "--dim-feedforward", "64",
-                           "--encoder-layers", "1", "--batch-size", "4", "--grasp-frames", "--relative-actions",
-                           "--lr-schedule", "cosine"]) == 0
+                           "--encoder-layers", "1", "--decoder-layers", "2", "--batch-size", "4",
+                           "--environment-state", "objects_grasp", "--relative-actions", *KEPT]) == 0
     printed = capsys.readouterr().out
     rows = [line for line in printed.splitlines() if line.startswith("| ") and "rad x" in line]
-    assert [r.split(" | ")[5] for r in rows] == ["2 (cosine lr)", "4 (cosine lr)"], printed
+    assert [r.split(" | ")[5] for r in rows] == [f"{n} (cosine lr), decoder layers 2" for n in (2, 4)], printed
     assert all(r.startswith("| 2 of 2 | 0.02 rad x 0.5 | measured | objects_grasp | relative |")
                and "Wilson 95 %" in r for r in rows), rows
     # the policy is evaluated with the inputs and outputs it learned: the grasp frames, relative actions
@@ -48,18 +53,24 @@ def test_two_checkpoints_are_each_a_row_of_the_table(tmp_path, capsys):
     assert config["scheduler"]["type"] == "cosine_decay_with_warmup"
     assert (config["scheduler"]["peak_lr"], config["scheduler"]["num_decay_steps"]) == (1e-4, 4)
     assert config["scheduler"]["decay_lr"] == pytest.approx(1e-6)
+    assert (config["policy"]["n_encoder_layers"], config["policy"]["n_decoder_layers"]) == (1, 2)
     # the checkpoints kept were trained on the measured std and the cosine schedule: a row saying
     # "floor" or a constant rate would be false
     stats = (out / "demos_state" / "meta" / "stats.json").read_text()
-    with pytest.raises(SystemExit, match="measured std and the cosine lr schedule, not the floor std and cosine"):
-        _recipe().main(["--out", str(out), "--demos", "2", "--steps", "4", "--env-std-floor", "--grasp-frames",
-                        "--relative-actions", "--lr-schedule", "cosine"])
-    with pytest.raises(SystemExit, match="not the measured std and constant schedule asked for"):
-        _recipe().main(["--out", str(out), "--demos", "2", "--steps", "4", "--grasp-frames", "--relative-actions"])
+    small = ["--out", str(out), "--demos", "2", "--steps", "4", *GRASP]
+    with pytest.raises(SystemExit, match="trained with environment state std measured, not the environment state "
+                                         "std floor asked for"):
+        _recipe().main([*small, *KEPT[1:], "--decoder-layers", "2"])
+    with pytest.raises(SystemExit, match="trained with lr schedule cosine, not the lr schedule constant asked for"):
+        _recipe().main([*small, *KEPT, "--decoder-layers", "2", "--lr-schedule", "constant"])
+    with pytest.raises(SystemExit, match="trained with decoder layers 2, not the decoder layers 1 asked for"):
+        _recipe().main([*small, *KEPT])
+    with pytest.raises(SystemExit, match="trained with lr 0.0001, dropout 0.1, not the lr 0.0005, dropout 0.0 asked"):
+        _recipe().main([*small, "--no-env-std-floor", "--decoder-layers", "2"])
     assert (out / "demos_state" / "meta" / "stats.json").read_text() == stats
     # the dataset kept holds relative actions: a row saying "absolute" would be false
-    with pytest.raises(SystemExit, match="not the .* asked for: add or drop --grasp-frames / --relative-actions"):
-        _recipe().main(["--out", str(out), "--demos", "2", "--steps", "4", "--grasp-frames"])
+    with pytest.raises(SystemExit, match="not the .* asked for: change --environment-state / --relative-actions"):
+        _recipe().main(["--out", str(out), "--demos", "2", "--steps", "4", "--environment-state", "objects_grasp"])
 
 
 @pytest.mark.parametrize("args, says", [
