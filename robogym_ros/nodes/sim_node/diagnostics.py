@@ -3,7 +3,8 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import dataclass
+import threading
+from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
 
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
@@ -17,13 +18,24 @@ from robogym_ros.sim.process import PhysicsProcessDied, SimProcess
 
 @dataclass
 class CommandCounts:
-    """Commands (joint_commands and joint_trajectory) accepted and rejected, and the last reason."""
+    """Commands (joint_commands and joint_trajectory) accepted and rejected, and the last reason.
+    Counted by two threads (joint_commands has its own): through :meth:`accept` and :meth:`reject`."""
 
     accepted: int = 0
     rejected: int = 0
     last_rejection: str = ""  # bounded by CommandRejected
-    stamps_off_clock: int = 0  # commands applied although stamped far from sim time (nodes/sim_node/clock_check.py)
+    stamps_off_clock: int = 0  # commands applied although stamped far from sim time (commands/clock_check.py)
     last_stamp_warning: str = ""
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
+
+    def accept(self) -> None:
+        with self._lock:
+            self.accepted += 1
+
+    def reject(self, reason: str) -> None:
+        with self._lock:
+            self.rejected += 1
+            self.last_rejection = reason
 
 
 def achieved_rtf(status: Status, previous: Status | None) -> float:

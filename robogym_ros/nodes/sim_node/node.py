@@ -1,8 +1,10 @@
 """ROS 2 node ``robogym_sim``: a thin shell around the physics process.
 
 The physics process paces itself; this node forwards. Ticks go out on the pump thread
-(nodes/sim_node/ticks.py), frames on the camera thread (nodes/sim_node/cameras.py); the
-executor thread serves commands, services (nodes/sim_node/run_state/trigger_services.py), parameters and diagnostics.
+(nodes/sim_node/ticks.py), frames on the camera thread (nodes/sim_node/cameras.py); joint_commands
+(nodes/sim_node/commands/joint_commands.py) and lockstep step requests each have a thread of their own; the
+executor thread serves trajectories, services (nodes/sim_node/run_state/trigger_services.py), parameters
+and diagnostics.
 Every change of run state, whoever asks for it, goes through one machine (nodes/sim_node/run_state/machine.py).
 If the physics process dies, the node says how and exits non-zero, so a launch file's
 ``respawn`` can bring the sim back.
@@ -13,7 +15,6 @@ import os
 import sys
 import time
 
-from sensor_msgs.msg import JointState
 from std_msgs.msg import String
 
 from robogym_ros import contract
@@ -21,7 +22,9 @@ from robogym_ros.camera.lens import Lens
 from robogym_ros.nodes.sim_node import parameters
 from robogym_ros.nodes.sim_node.arm_controllers.controllers import ArmControllers
 from robogym_ros.nodes.sim_node.cameras import start_cameras
-from robogym_ros.nodes.sim_node.clock_check import SimClockCheck
+from robogym_ros.nodes.sim_node.commands.clock_check import SimClockCheck
+from robogym_ros.nodes.sim_node.commands.joint_commands import JointCommands
+from robogym_ros.nodes.sim_node.commands.joint_trajectory import TrajectorySubscriber
 from robogym_ros.nodes.sim_node.description import DescriptionPublisher
 from robogym_ros.nodes.sim_node.diagnostics import CommandCounts, SimDiagnostics
 from robogym_ros.nodes.sim_node.run_state.machine import Busy, RunStates
@@ -32,11 +35,9 @@ from robogym_ros.nodes.sim_node.second_instance import SecondInstanceCheck, is_e
 from robogym_ros.nodes.sim_node.simulation_interfaces.services import SimulationInterfaces
 from robogym_ros.nodes.sim_node.spec import build_spec
 from robogym_ros.nodes.sim_node.ticks import TickPublisher
-from robogym_ros.nodes.sim_node.trajectory_subscriber import TrajectorySubscriber
 from robogym_ros.params import SIM_PARAMS
 from robogym_ros.ros.node_runner import StoppableNode, run_node
-from robogym_ros.ros.qos import COMMAND_QOS, SPEC_QOS
-from robogym_ros.sim.commands import CommandRejected, validate_command
+from robogym_ros.ros.qos import SPEC_QOS
 from robogym_ros.sim.loop import LoopConfig
 from robogym_ros.sim.process import SimProcess
 from robogym_ros.task.scene import default_model_path
@@ -54,6 +55,7 @@ class SimNode(StoppableNode):
         # abandoned (run_node), and that tears down whatever was built (the physics process,
         # the step-request and action threads).
         self.sim = self.cameras = self.ticks = self.sim_api = self.run_control = self.step_requests = None
+        self.joint_commands = None
         self.controllers = self.run_states = None
         self.commands = CommandCounts()
         super().__init__(contract.SIM_NODE, **kwargs)
@@ -82,8 +84,10 @@ class SimNode(StoppableNode):
         self.trajectories = TrajectorySubscriber(  # "now" for a trajectory stamped 0: physics time
             self, self.controllers, self.ranges, counts=self.commands, now_ns=self._physics_now_ns,
             clock=self.clock)
+        self.joint_commands = JointCommands(self, self.controllers, self.ranges, self.commands, self.clock)
         dt_ns = self.description.control_dt_ns
-        self.run_states = RunStates(self, self.sim, dt_ns)  # every client changes the run state through it
+        # every client changes the run state through it; what joint_commands brought before applies first
+        self.run_states = RunStates(self, self.sim, dt_ns, before_change=self.joint_commands.flush)
         self.step_results = StepResults(self, dt_ns)
         self.run_control = RunControl(self, self.run_states, self.step_results, dt_ns)
         self.step_requests = StepRequests(self, self.sim, self.run_states, self.step_results, dt_ns, self.ranges)
@@ -94,7 +98,6 @@ class SimNode(StoppableNode):
         self.pub_spec = self.create_publisher(String, "~/spec", SPEC_QOS)  # = contract.SPEC_TOPIC
         if second is not None:  # discovery slower than the wait: the younger sim gives way later
             self.create_subscription(String, "~/spec", self._on_spec_seen, SPEC_QOS)
-        self.create_subscription(JointState, contract.JOINT_COMMANDS, self._on_command, COMMAND_QOS)
         self.diagnostics = SimDiagnostics(self, self.sim, p["diagnostics_period_s"], self._figures)
         if p["camera_period_s"] > 0 and p["cameras"]:
             lens = Lens(p["camera_width_px"], p["camera_height_px"], fisheye=p["camera_fisheye"],
@@ -148,19 +151,6 @@ class SimNode(StoppableNode):
                                       "simulation_interfaces": self.sim_api.spec()})
         self.pub_spec.publish(String(data=self.spec.to_json()))
 
-    def _on_command(self, msg: JointState) -> None:
-        try:
-            targets = validate_command(msg.name, msg.position, msg.velocity, msg.effort, self.ranges)
-        except CommandRejected as exc:
-            self.commands.rejected += 1
-            self.commands.last_rejection = str(exc)
-            self.get_logger().warning(f"command rejected: {exc}")
-            return
-        self.controllers.set_targets(targets)  # preempts a goal for these joints, then to physics
-        self.commands.accepted += 1
-        # The stamp schedules nothing (targets apply at the next tick): far from sim time, warned.
-        self.clock.warn_command(contract.header_stamp_ns(msg))
-
     def _check_parameter(self, name: str, value) -> None:
         """A live change asked for (range already checked): ValueError refuses the whole batch.
         Changes nothing: the batch is applied only once every parameter of it passed."""
@@ -209,6 +199,8 @@ class SimNode(StoppableNode):
         self.destroy_node()
 
     def destroy_node(self):
+        if self.joint_commands is not None:  # no command reaches the controllers once they close
+            self.joint_commands.close()
         if self.controllers is not None:  # their goals end (aborted) before the physics does
             self.controllers.close()
         # Physics first, while the pump still drains its ticks; then the pump, then the cameras.

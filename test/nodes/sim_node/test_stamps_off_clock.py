@@ -11,8 +11,8 @@ msgs = pytest.importorskip("trajectory_msgs.msg", reason="trajectory_msgs is not
 
 from sensor_msgs.msg import JointState  # noqa: E402
 
-from robogym_ros.nodes.sim_node.clock_check import MAX_OFF_S, off_clock  # noqa: E402
-from robogym_ros.nodes.sim_node.trajectory_subscriber import JOINT_TRAJECTORY  # noqa: E402
+from robogym_ros.nodes.sim_node.commands.clock_check import MAX_OFF_S, off_clock  # noqa: E402
+from robogym_ros.nodes.sim_node.commands.joint_trajectory import JOINT_TRAJECTORY  # noqa: E402
 from robogym_ros.ros import qos  # noqa: E402
 from robogym_ros.ros.stamps import stamp_msg  # noqa: E402
 

@@ -1,4 +1,4 @@
-"""JointTrajectory over real DDS: the subscriber class (robogym_ros.nodes.sim_node.trajectory_subscriber)
+"""JointTrajectory over real DDS: the subscriber class (robogym_ros.nodes.sim_node.commands.joint_trajectory)
 with a real physics process; then the same through the sim node, once it creates the class."""
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from simharness import wait_for  # noqa: E402
 from spinning import Spinning  # noqa: E402
 
 from robogym_ros.contract import RunAnswer  # noqa: E402
-from robogym_ros.nodes.sim_node.trajectory_subscriber import JOINT_TRAJECTORY, TrajectorySubscriber  # noqa: E402
+from robogym_ros.nodes.sim_node.commands.joint_trajectory import JOINT_TRAJECTORY, TrajectorySubscriber  # noqa: E402
 from robogym_ros.ros import qos  # noqa: E402
 from robogym_ros.sim.loop import LoopConfig  # noqa: E402
 from robogym_ros.sim.physics import Physics  # noqa: E402

@@ -9,7 +9,7 @@ it, each fault with its result code and a reason naming the point and the joint.
   ``allow_nonzero_velocity_at_trajectory_end: false``), and bad tolerances;
 - ``OLD_HEADER_TIMESTAMP``: a non-zero ``header.stamp`` whose trajectory ends before the sim's
   time (stamp 0 = start now); a start more than an hour of sim time ahead (a wall-clock stamp:
-  robogym_ros.nodes.sim_node.clock_check) is ``INVALID_GOAL``: it would never run.
+  robogym_ros.nodes.sim_node.commands.clock_check) is ``INVALID_GOAL``: it would never run.
 
 Tolerances as the action defines them: 0 = the controller's default, -1 = not enforced, > 0 =
 enforced; the defaults are JTC's (``constraints`` all 0: nothing enforced, ``goal_time`` 0 =
@@ -31,7 +31,7 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
-from robogym_ros.nodes.sim_node.clock_check import off_clock
+from robogym_ros.nodes.sim_node.commands.clock_check import off_clock
 from robogym_ros.sim.commands import CommandRejected, quoted, validate_trajectory
 from robogym_ros.sim.trajectory_follower import TrajectoryCommand
 

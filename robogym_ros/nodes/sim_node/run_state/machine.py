@@ -48,8 +48,11 @@ class Busy(RuntimeError):
 class RunStates:
     """The run-state machine of one sim: ownership, transitions, the published state."""
 
-    def __init__(self, node, sim: SimProcess, control_dt_ns: int):
+    def __init__(self, node, sim: SimProcess, control_dt_ns: int, *, before_change=None):
+        """``before_change``: called as a client takes the run state (the node applies the
+        joint_commands that have arrived, which their own thread would apply a moment later)."""
         self._sim, self._dt_ns = sim, control_dt_ns
+        self._before_change = before_change
         self._log = node.get_logger()
         self._pub = node.create_publisher(String, "~/state", STATE_QOS)
         self._owning = threading.Lock()
@@ -89,6 +92,12 @@ class RunStates:
                        "nothing was changed (a simulate_steps goal: cancel it or wait for its result; "
                        "else try again once it answered)")
         self._owner = who
+        if self._before_change is not None:
+            try:
+                self._before_change()
+            except BaseException:
+                self._release()
+                raise
         return Owner(self, who)
 
     def _release(self) -> None:

@@ -9,16 +9,11 @@ and the last tick's record on ``~/step_result`` (contract.StepResult); or a "ste
 result with the reason, nothing changed (not paused, another client moved the sim, a bad
 target, a bad length, another client owning the run state: nodes/sim_node/run_state/machine.py).
 
-Served on its own thread from a subscription of a hidden helper node that no executor spins:
-the sim node's executor rebuilds its wait set of some forty entities each time it wakes,
-which cost a quarter of the node's time per lockstep step (bench/bench_env.py).
+Served on its own thread (robogym_ros.ros.subscription_thread), past the sim node's executor,
+whose rebuild of its wait set cost a quarter of the node's time per lockstep step.
 """
 from __future__ import annotations
 
-import threading
-
-import rclpy
-from rclpy.impl.implementation_singleton import rclpy_implementation as _rclpy
 from trajectory_msgs.msg import JointTrajectory
 
 from robogym_ros import contract
@@ -26,22 +21,18 @@ from robogym_ros.contract import TopicSpec, header_stamp_ns, join_stamp
 from robogym_ros.nodes.sim_node.run_state.machine import Busy, RunStates
 from robogym_ros.nodes.sim_node.run_state.step_results import StepResults
 from robogym_ros.ros.qos import COMMAND_QOS
+from robogym_ros.ros.subscription_thread import SubscriptionThread
 from robogym_ros.sim.commands import CommandRejected, validate_command
 
 STEP_REQUEST_TYPE = "trajectory_msgs/msg/JointTrajectory"
 # One request steps this many ticks at most (100 s of sim time at the default 100 Hz): the
 # thread answers nothing else meanwhile.
 MAX_STEP_TICKS = 10_000
-_WAKE_NS = 100_000_000  # how soon close() is seen
 
 
 def from_index_of(msg: JointTrajectory, control_dt_ns: int) -> int:
     """The tick a request steps from, as it names it (for a refusal: which request it answers)."""
     return header_stamp_ns(msg) // control_dt_ns
-
-
-def _ignore(_msg) -> None:  # never called: no executor spins the helper node
-    pass
 
 
 class StepRequests:
@@ -52,35 +43,12 @@ class StepRequests:
         self._sim, self._states, self._results, self._dt_ns = sim, states, results, control_dt_ns
         self._ranges = dict(ranges)
         self._log = node.get_logger()
-        # A leading underscore hides the helper node from `ros2 node list`; without the global
-        # arguments a launch file's __node remap does not rename it to the sim node's name.
-        self._node = rclpy.create_node(f"_{node.get_name()}_step_requests", namespace=node.get_namespace(),
-                                       context=node.context, use_global_arguments=False,
-                                       start_parameter_services=False, enable_rosout=False)
-        self.topic = f"{node.get_fully_qualified_name()}/step_request"
-        self._sub = self._node.create_subscription(JointTrajectory, self.topic, _ignore, COMMAND_QOS)
-        self._context = node.context
-        self._running = True
-        self._thread = threading.Thread(target=self._serve, name="step_requests", daemon=True)
-        self._thread.start()
+        self._thread = SubscriptionThread(node, "step_requests", JointTrajectory, "~/step_request", COMMAND_QOS,
+                                          self.on_request)
+        self.topic = self._thread.topic
 
     def spec_topic(self) -> TopicSpec:
         return TopicSpec(self.topic, STEP_REQUEST_TYPE, None, contract.COMMAND_QOS)
-
-    def _serve(self) -> None:
-        wait_set = _rclpy.WaitSet(1, 0, 0, 0, 0, 0, self._context.handle)
-        sub = self._sub.handle
-        while self._running:
-            try:
-                wait_set.clear_entities()
-                wait_set.add_subscription(sub)
-                wait_set.wait(_WAKE_NS)
-                while self._running and (taken := sub.take_message(JointTrajectory, False)) is not None:
-                    self.on_request(taken[0])
-            except Exception as exc:  # noqa: BLE001 - a shut-down context ends the thread; else go on
-                if not self._running or not self._context.ok():
-                    return
-                self._log.error(f"step request: {type(exc).__name__}: {exc}")
 
     def on_request(self, msg: JointTrajectory) -> None:
         try:
@@ -127,7 +95,4 @@ class StepRequests:
         return start_ns // self._dt_ns, n_ticks, targets
 
     def close(self) -> None:
-        self._running = False
-        if self._thread.is_alive():
-            self._thread.join(1.0)
-        self._node.destroy_node()
+        self._thread.close()

@@ -3,7 +3,7 @@ with the semantics of ros2_control's JointTrajectoryController topic interface
 (robogym_ros.sim.trajectory_follower). Validated here, whole or not at all
 (robogym_ros.sim.commands.validate_trajectory); followed on the control tick in the physics
 process. A rejection is logged with its reason and counted; nothing changes. A trajectory
-stamped far ahead of sim time (the wall clock, nodes/sim_node/clock_check.py) is rejected so too.
+stamped far ahead of sim time (the wall clock, nodes/sim_node/commands/clock_check.py) is rejected so too.
 """
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from trajectory_msgs.msg import JointTrajectory
 
 from robogym_ros import contract
 from robogym_ros.contract import TopicSpec, header_stamp_ns
-from robogym_ros.nodes.sim_node.clock_check import SimClockCheck
+from robogym_ros.nodes.sim_node.commands.clock_check import SimClockCheck
 from robogym_ros.nodes.sim_node.diagnostics import CommandCounts
 from robogym_ros.ros.qos import COMMAND_QOS
 from robogym_ros.sim.commands import CommandRejected, validate_trajectory
@@ -50,12 +50,11 @@ class TrajectorySubscriber:
                 raise CommandRejected(off_clock + ": it would never run")
             command = validate_trajectory(msg.joint_names, msg.points, stamp_ns, self.ranges, now_ns=now_ns)
         except CommandRejected as exc:
-            self.counts.rejected += 1
-            self.counts.last_rejection = REJECTION_PREFIX + str(exc)
+            self.counts.reject(REJECTION_PREFIX + str(exc))
             self.node.get_logger().warning(f"trajectory rejected: {exc}")
             return
         self.sim.set_trajectory(command)
-        self.counts.accepted += 1
+        self.counts.accept()
 
     def spec_topic(self) -> TopicSpec:
         return TopicSpec(self.subscription.topic_name, JOINT_TRAJECTORY_TYPE, None, contract.COMMAND_QOS)
