@@ -22,7 +22,9 @@ every reset, a blow-up and a start with start_paused leave (:meth:`RunStates.pha
 
 The motion sources (joint_commands, joint_trajectory, FollowJointTrajectory goals) are not run
 state: they keep their own precedence, and see each change in the ticks (a pause freezes a
-goal, a reset starts a new episode).
+goal, a reset starts a new episode). joint_commands has a thread of its own: what it has received
+is applied as a client claims the run state (``before_change``), so a command sent before a
+change applies before it.
 """
 from __future__ import annotations
 
