@@ -6,7 +6,9 @@
 One run, real processes (each with DDS on this host and a domain of its own):
   physics only       raw mj_step x decimation in this process, on the sim's scene after its seeded reset: the limit
   rendering only     bare mujoco.Renderer of the sim's cameras at their size: frames/s, and the
-                     ticks/s that allows (frames/s x camera_period_s / control dt)
+                     ticks/s that allows (frames/s x camera_period_s / control dt); also at the size
+                     the sim renders them, its lens's pinhole source (the fisheye's is larger), each
+                     row with cameras given against it too, after the table
   sim                python -m robogym_ros.nodes.sim_node, real_time_factor 0, nobody subscribed
   sim + rec          + python -m robogym_ros.nodes.recorder --ticks N --json
   sim + rec --record + the recorder writing a bag (mcap)
@@ -46,6 +48,7 @@ from std_msgs.msg import String  # noqa: E402
 from std_srvs.srv import Trigger  # noqa: E402
 
 from robogym_ros import contract  # noqa: E402
+from robogym_ros.camera.lens import Lens  # noqa: E402
 from robogym_ros.params import DEFAULT_CAMERAS, default  # noqa: E402
 from robogym_ros.processes import stop_processes  # noqa: E402
 from robogym_ros.ros import qos  # noqa: E402
@@ -98,8 +101,13 @@ def physics_only_ticks_per_s(physics_dt_s: float, decimation: int, seconds: floa
     return ticks / (time.perf_counter() - t0)
 
 
-def bare_render_frames_per_s(width: int, height: int, frames: int = 60) -> float:
+def bare_render_frames_per_s(width: int, height: int, frames: int = 60, fovy_deg: float | None = None) -> float:
+    """Frames/s of the default cameras rendered one after the other; ``fovy_deg``: every camera's
+    field of view widened to it (the lens's source pinhole), else the model's own."""
     model = mujoco.MjModel.from_xml_path(default_model_path())
+    if fovy_deg is not None:
+        for c in DEFAULT_CAMERAS:
+            model.cam_fovy[model.camera(c).id] = fovy_deg
     model.vis.global_.offwidth = max(model.vis.global_.offwidth, width)
     model.vis.global_.offheight = max(model.vis.global_.offheight, height)
     model.vis.quality.offsamples = 0  # as the sim chooses on a software GL (see camera/renderer.py)
@@ -341,6 +349,12 @@ def main() -> None:
     with_cameras = "on" in args.cameras.split(",")
     fps = bare_render_frames_per_s(width, height) if with_cameras else float("nan")
     render_limit = fps * period_s / control_dt_s
+    # What the sim itself must render for a frame: its lens's pinhole source (the fisheye's is
+    # wider and larger than the image), not the image's size.
+    lens = Lens(width, height, fisheye=default("camera_fisheye"), source_scale=default("camera_source_scale"))
+    source_fps = bare_render_frames_per_s(lens.source_width_px, lens.source_height_px,
+                                          fovy_deg=lens.source_fovy_deg) if with_cameras else float("nan")
+    source_limit = source_fps * period_s / control_dt_s
     rclpy.init()
     rows = []
     wanted = set(args.only.split(","))
@@ -372,6 +386,9 @@ def main() -> None:
         print(f"rendering only ({len(DEFAULT_CAMERAS)} cameras, bare mujoco.Renderer {width}x{height}): {fps:.1f} "
               f"frames/s -> {render_limit:,.0f} ticks/s at one frame per {period_s:g} s "
               f"({100 * render_limit / limit:.0f} % of physics only)")
+        print(f"rendering only at the lens's source size ({lens.source_width_px}x{lens.source_height_px}, fovy "
+              f"{lens.source_fovy_deg:.1f} deg: what the sim renders for each frame): {source_fps:.1f} frames/s -> "
+              f"{source_limit:,.0f} ticks/s")
     head = (f"{'':30s} {'cams':>4s} {'ticks/s':>8s} {'% phys':>7s} {'% lim':>6s} {'frames exp':>11s} "
             f"{'frames recv':>12s} {'lost':>24s} {'verdict':>8s}  CPU us per tick (process)")
     print(head)
@@ -382,6 +399,10 @@ def main() -> None:
               f"{100 * r.ticks_per_s / limit:6.1f}% {100 * r.ticks_per_s / cap:5.0f}% {r.frames_expected:>11s} "
               f"{r.frames_received:>12s} {r.lost:>24s} {r.verdict:>8s}  {cpu}"
               + (f"  [{r.note}]" if r.note else ""))
+    for r in rows:
+        if r.cameras:
+            print(f"{r.name} with cameras: {100 * r.ticks_per_s / source_limit:.0f} % of rendering only at the lens's "
+                  "source size")
     print("(% lim: of the limit that applies, physics only, or rendering only with cameras on; "
           "lost: joint_states dropped + camera frames lost on the way, as the recorder's verdict says)")
     print("targets (issue 34, quiet machine): the full pipeline (sim + motion + rec --record) >= 50 % of physics "
