@@ -108,6 +108,7 @@ def bare_render_frames_per_s(width: int, height: int, frames: int = 60, fovy_deg
     if fovy_deg is not None:
         for c in DEFAULT_CAMERAS:
             model.cam_fovy[model.camera(c).id] = fovy_deg
+            model.cam_sensorsize[model.camera(c).id] = 0.0  # else MuJoCo takes focal/sensor data over fovy
     model.vis.global_.offwidth = max(model.vis.global_.offwidth, width)
     model.vis.global_.offheight = max(model.vis.global_.offheight, height)
     model.vis.quality.offsamples = 0  # as the sim chooses on a software GL (see camera/renderer.py)
