@@ -561,9 +561,11 @@ def test_two_arms_and_a_gripper_follow_goals_at_once(rig):
     both = [*LEFT, *RIGHT, "left_gripper"]
     reached_ns = max(sent.reached_ns() for sent in (left, right, gripper))
     assert current(rig, both, reached_ns) == pytest.approx([*OTHER, *OTHER, 1.0], abs=0.01)
-    for sent in (left, right):  # their feedback overlapped in sim time
-        assert len(sent.feedback) > 90
+    # Feedback on (nearly) every tick of the ~1 s each arm moves, the two arms' overlapping in sim time. Not
+    # all ~100: the client's feedback history is keep-last, and the result may overtake the last feedbacks.
     lf, rf = ([stamp_of(f) for f in s.feedback] for s in (left, right))
+    for stamps in (lf, rf):
+        assert len(stamps) > 75 and max(stamps) - min(stamps) >= 0.8 * S, (len(stamps), min(stamps), max(stamps))
     assert len(set(lf) & set(rf)) > 50
 
 
