@@ -30,6 +30,7 @@ os.environ.setdefault("MUJOCO_GL", "egl")
 import gymnasium as gym  # noqa: E402
 import mujoco  # noqa: E402
 import numpy as np  # noqa: E402
+from bench_env import actions as _actions  # noqa: E402  (bench/: the same random actions as the rates)
 
 import robogym_ros.envs  # noqa: E402,F401  (registers the env)
 from robogym_ros.envs import ENV_ID  # noqa: E402
@@ -42,10 +43,6 @@ def _timed_mj_step(m, d, nstep=1):
     t0 = time.perf_counter_ns()
     _real_mj_step(m, d, nstep)
     _in_physics_ns[0] += time.perf_counter_ns() - t0
-
-
-def _actions(n: int, k: int = 1) -> np.ndarray:
-    return np.random.default_rng(0).uniform(-1, 1, (n, k, 12)).astype(np.float32)
 
 
 def _leave_out(env, part: str, acts: np.ndarray) -> list[int]:
@@ -116,6 +113,8 @@ def alone(action_repeat: int, n: int = 5000) -> dict[str, float]:
 
 
 PARTS = ("info", "contact scan", "observation", "action map")
+OWN_WORK, REST_OF_IT = "the env's own work", "stepping, the tick's snapshot, wrappers"
+STEP_ARITHMETIC = "the step's own arithmetic"
 
 
 def local_profile(n: int, action_repeat: int, repeats: int) -> None:
@@ -129,7 +128,7 @@ def local_profile(n: int, action_repeat: int, repeats: int) -> None:
     rest = med(own)
     print(f"\nlocal single, action_repeat {action_repeat}: us per env step (median of {repeats})")
     print(f"  {'physics (inside mj_step)':44s} {physics:7.1f}   the baseline")
-    print(f"  {'the env s own work':44s} {rest:7.1f}   {rest / physics:6.1%} of physics (runs: {min(own):.1f} .. "
+    print(f"  {OWN_WORK:44s} {rest:7.1f}   {rest / physics:6.1%} of physics (runs: {min(own):.1f} .. "
           f"{max(own):.1f}); physics is {physics / (physics + rest):.1%} of the step")
     solo = alone(action_repeat)
     shown = 0.0
@@ -138,7 +137,7 @@ def local_profile(n: int, action_repeat: int, repeats: int) -> None:
         shown += 0.0 if part == "contact scan" else saved  # the scan is part of the info
         print(f"    {part + (' (inside the info)' if part == 'contact scan' else ''):42s} {saved:7.1f}   "
               f"{saved / physics:6.1%}   alone {solo[part]:5.1f}")
-    print(f"    {'stepping, the tick s snapshot, wrappers':42s} {rest - shown:7.1f}   {(rest - shown) / physics:6.1%}")
+    print(f"    {REST_OF_IT:42s} {rest - shown:7.1f}   {(rest - shown) / physics:6.1%}")
 
 
 def batched_profile(n: int, k: int, action_repeat: int, repeats: int) -> None:
@@ -188,7 +187,7 @@ def batched_profile(n: int, k: int, action_repeat: int, repeats: int) -> None:
         key = p.strip("_")
         print(f"    {key:42s} {med[key]:7.1f}   {med[key] / stepped:6.1%}")
     rest = after - sum(med[p.strip("_")] for p in parts)
-    print(f"    {'the step s own arithmetic':42s} {rest:7.1f}   {rest / stepped:6.1%}")
+    print(f"    {STEP_ARITHMETIC:42s} {rest:7.1f}   {rest / stepped:6.1%}")
 
 
 def main() -> None:

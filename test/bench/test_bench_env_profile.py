@@ -21,10 +21,10 @@ def test_a_short_profile_prints_a_figure_for_every_part(tmp_path):
     assert out.returncode == 0, out.stdout + out.stderr
     text = out.stdout
     assert "share an object" not in out.stderr, out.stderr  # a replaced part must not alias what the env returns
-    for row in ("physics (inside mj_step)", "the env s own work", "info", "contact scan (inside the info)",
-                "observation", "action map", "stepping, the tick s snapshot, wrappers",
+    for row in ("physics (inside mj_step)", "the env's own work", "info", "contact scan (inside the info)",
+                "observation", "action map", "stepping, the tick's snapshot, wrappers",
                 "scenes stepped (thread pool)", "after it, on the calling thread alone", "targets", "observe",
-                "placement", "infos", "the step s own arithmetic"):
+                "placement", "infos", "the step's own arithmetic"):
         assert re.search(rf"^\s+{re.escape(row)}\s+{NUMBER}\s", text, re.MULTILINE), (row, text)
     physics = float(re.search(rf"physics \(inside mj_step\)\s+({NUMBER})", text).group(1))
     assert physics > 0, text  # the env's physics went through the timed mj_step
