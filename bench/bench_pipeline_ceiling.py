@@ -1,6 +1,6 @@
 """The most the real_time_factor 0 pipeline reaches on this machine with its messages (figures only).
 
-    python bench/bench_pipeline_ceiling.py [--ticks 6000]
+    python bench/bench_pipeline_ceiling.py [--ticks 6000] [--physics-s 3]
 
 Issue 34 asks the full pipeline (sim + motion + recorder --record, cameras off) for >= 50 % of the
 physics-only tick rate (bench/bench_throughput.py). This bench runs the same processes and the
@@ -210,6 +210,7 @@ def row(prefix: str, ticks: int, recorder: bool, motion: bool) -> dict:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--ticks", type=int, default=6000)
+    ap.add_argument("--physics-s", type=float, default=3.0, help="seconds of each physics-only measurement")
     ap.add_argument("--role", choices=("sim", "recorder", "motion"), help=argparse.SUPPRESS)
     ap.add_argument("--prefix", help=argparse.SUPPRESS)
     ap.add_argument("--with-recorder", action="store_true", help=argparse.SUPPRESS)
@@ -223,12 +224,12 @@ def main() -> None:
         return
     print(f"cores: {os.cpu_count()}, load average {os.getloadavg()[0]:.2f}; {args.ticks} ticks a row, "
           f"physics dt {PHYSICS_DT_S * 1e3:g} ms x decimation {DECIMATION}")
-    before = physics_only_ticks_per_s(PHYSICS_DT_S, DECIMATION)
+    before = physics_only_ticks_per_s(PHYSICS_DT_S, DECIMATION, args.physics_s)
     rows = []
     for i, (name, recorder, motion) in enumerate((("sim", False, False), ("sim + rec", True, False),
                                                   ("sim + motion + rec", True, True))):
         rows.append((name, row(f"ceiling_{os.getpid()}_{i}_", args.ticks, recorder, motion)))
-    after = physics_only_ticks_per_s(PHYSICS_DT_S, DECIMATION)
+    after = physics_only_ticks_per_s(PHYSICS_DT_S, DECIMATION, args.physics_s)
     limit = max(before, after)
     print(f"physics only (mj_step x {DECIMATION}): {limit:,.0f} ticks/s = 100 % (the higher of {before:,.0f} before "
           f"and {after:,.0f} after the rows)")

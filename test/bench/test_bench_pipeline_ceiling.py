@@ -17,8 +17,8 @@ ROWS = ("sim", "sim + rec", "sim + motion + rec")
 def _run(tmp_path, bench: Path) -> subprocess.CompletedProcess:
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(BENCH.parent), str(BENCH.parents[1]),
                                                        os.environ.get("PYTHONPATH", "")]))
-    return subprocess.run([sys.executable, str(bench), "--ticks", "300"], capture_output=True, text=True,
-                          timeout=400, env=env, cwd=tmp_path)
+    return subprocess.run([sys.executable, str(bench), "--ticks", "300", "--physics-s", "0.3"], capture_output=True,
+                          text=True, timeout=400, env=env, cwd=tmp_path)
 
 
 def test_a_short_run_prints_every_row_with_its_cpu_bound(tmp_path):
