@@ -1,6 +1,6 @@
 """The most any ROS lockstep design reaches on this machine, beside the real one (figures only).
 
-    python bench/bench_lockstep_ceiling.py [--steps 500] [--action-repeat 4 1] [--repeats 3]
+    python bench/bench_lockstep_ceiling.py [--steps 1000] [--action-repeat 4 1] [--repeats 3]
 
 Issue 34 asks ros lockstep for >= 50 % of local single's steps/s at action_repeat 4 (>= 30 % at 1).
 This bench measures, alternately in one run, the real lockstep and two designs that no sim node
@@ -225,7 +225,7 @@ def rows(n: int, action_repeat: int, repeats: int, link: RawLink, lockstep: bool
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--steps", type=int, default=500, help="env steps per measurement")
+    ap.add_argument("--steps", type=int, default=1000, help="env steps per measurement")
     ap.add_argument("--action-repeat", type=int, nargs="+", default=[4, 1])
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--no-lockstep", action="store_true", help="leave the real lockstep out (no sim node)")
