@@ -192,25 +192,24 @@ def rows(n: int, action_repeat: int, repeats: int, link: RawLink, lockstep: bool
     def local_env():
         return gym.make(ENV_ID, action_repeat=action_repeat, max_episode_steps=n + 1)
 
-    envs = {"local single": local_env()}
-    for name, publish in (("ceiling", False), ("ceiling + ticks", True)):
-        env = local_env()
-        env.unwrapped._backend = CeilingBackend(link, publish_ticks=publish)  # the env's only link to physics
-        envs[name] = env
-    acts = actions(n)
-    for name in ("ceiling", "ceiling + ticks"):
-        _same_as_local(envs[name], envs["local single"], acts[:min(n, 200)], name)
-    fleet = None
-    if lockstep:
-        from robogym_ros.envs.vector.sim_fleet import SimFleet
-        fleet = SimFleet(1, prefix=f"bench_ceiling_{os.getpid()}_", seed=0, start_paused=True, camera_period_s=0.0)
-        try:
-            envs["ros lockstep"] = gym.make(ENV_ID, mode="ros_lockstep", namespace=fleet.namespaces[0],
-                                            action_repeat=action_repeat, max_episode_steps=n + 1)
-        except RuntimeError as exc:
-            fleet.stop()
-            raise SystemExit(f"{exc}\nsims that died: {fleet.dead()}") from None
-    try:
+    envs, fleet = {"local single": local_env()}, None
+    try:  # every env and the fleet closed, whatever ends the run (a refused ceiling included)
+        for name, publish in (("ceiling", False), ("ceiling + ticks", True)):
+            env = local_env()
+            env.unwrapped._backend = CeilingBackend(link, publish_ticks=publish)  # the env's only link to physics
+            envs[name] = env
+        acts = actions(n)
+        for name in ("ceiling", "ceiling + ticks"):
+            _same_as_local(envs[name], envs["local single"], acts[:min(n, 200)], name)
+        if lockstep:
+            from robogym_ros.envs.vector.sim_fleet import SimFleet
+            fleet = SimFleet(1, prefix=f"bench_ceiling_{os.getpid()}_", seed=0, start_paused=True,
+                             camera_period_s=0.0)
+            try:
+                envs["ros lockstep"] = gym.make(ENV_ID, mode="ros_lockstep", namespace=fleet.namespaces[0],
+                                                action_repeat=action_repeat, max_episode_steps=n + 1)
+            except RuntimeError as exc:
+                raise SystemExit(f"{exc}\nsims that died: {fleet.dead()}") from None
         runs = {name: [] for name in envs}
         for _ in range(repeats):
             for name, env in envs.items():

@@ -47,6 +47,7 @@ from robogym_ros.ros import qos  # noqa: E402
 PHYSICS_DT_S, DECIMATION, SEED = 0.002, 5, 0
 QUIET_S = 3.0  # a recorder or motion that saw nothing for this long after its first message ends
 MATCH_TIMEOUT_S = 30.0
+CLOCK_GRACE_S = 0.5
 # (topic, type, QoS) of each tick's messages, in the order the sim publishes them
 TICK_TOPICS = (("joint_states", JointState, qos.STREAM_QOS), ("truth_joint_states", JointState, qos.STREAM_QOS),
                ("truth_targets", JointState, qos.STREAM_QOS), ("object_poses", PoseArray, qos.STREAM_QOS),
@@ -146,8 +147,18 @@ def run_recorder(prefix: str, ticks: int) -> dict:
             start.append(time.process_time())
         counts[i] += 1
 
-    # done once every tick's stream messages are here (/clock, keep-last 10, may lose some)
-    _take_loop(node, subs, on_message, lambda: all(c >= ticks for c in counts[:-1]))
+    streams_done = []
+
+    def done() -> bool:
+        # Every message here; or every stream message, and CLOCK_GRACE_S more for a /clock still on its
+        # way (keep-last 10: it may have lost some), so that late is not counted as lost.
+        if all(c >= ticks for c in counts):
+            return True
+        if not streams_done and all(c >= ticks for c in counts[:-1]):
+            streams_done.append(time.monotonic())
+        return bool(streams_done) and time.monotonic() - streams_done[0] > CLOCK_GRACE_S
+
+    _take_loop(node, subs, on_message, done)
     cpu = time.process_time() - start[0] if start else 0.0
     return {"received": dict(zip((name for name, _, _ in TICK_TOPICS), counts)),
             "cpu_us_per_tick": 1e6 * cpu / ticks}
