@@ -45,8 +45,9 @@ setup(
                     "rosbags>=0.10", *ENV],
         # stable-baselines3 (it needs torch) for the HER replay test with SB3's own buffer; never a dependency
         "sb3": ["stable-baselines3", *ENV],
-        # pin: the URDF's forward kinematics by an independent parser (urdfdom) in test_urdf.py
-        "test": ["pytest<9", "mcap", "mcap-ros2-support", "pin", "ruff", *ENV],
+        # pytest-timeout: a test that hangs fails (pytest.ini); pin: the URDF's forward kinematics by an
+        # independent parser (urdfdom) in test_urdf.py
+        "test": ["pytest<9", "pytest-timeout", "mcap", "mcap-ros2-support", "pin", "ruff", *ENV],
     },
     zip_safe=True,
     maintainer="robogym_ros team",

@@ -13,7 +13,9 @@ os.environ.setdefault("MUJOCO_GL", "egl")
 os.environ.setdefault("PYTHONUNBUFFERED", "1")
 
 
+import faulthandler  # noqa: E402
 import re  # noqa: E402
+import signal  # noqa: E402
 import sys  # noqa: E402
 from pathlib import Path  # noqa: E402
 
@@ -34,6 +36,10 @@ TOOLCHAIN_SUITE = os.environ.get("ROBOGYM_TEST_SUITE") == "toolchain"  # set by 
 
 
 def pytest_configure(config):
+    # SIGUSR1 prints where every thread of the test process is, even one stuck in C: CI sends it to
+    # a suite that overruns its time before interrupting it (.ci/suite.sh), so a hang says where.
+    # To a copy of the terminal's stderr: pytest's capture holds fd 2 while a test runs.
+    faulthandler.register(signal.SIGUSR1, file=os.dup(sys.stderr.fileno()), all_threads=True)
     config.addinivalue_line("markers", "toolchain: needs the ROS 2 tools no registry has (launch_ros, the ros2 CLI, "
                             "control_msgs, simulation_interfaces, tf2_msgs): ./dev test-ros runs these")
     config.addinivalue_line("markers", "long: a long run of real processes (about 8 s or more here); ./dev test "

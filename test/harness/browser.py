@@ -10,6 +10,7 @@ import base64
 import fcntl
 import json
 import os
+import select
 import shutil
 import subprocess
 import tempfile
@@ -53,19 +54,25 @@ class Browser:
         self._buffer = b""
         self._next_id = 0
         self.events: list[dict] = []
-        target = self.call("Target.createTarget", url="about:blank")["targetId"]
-        self.session = self.call("Target.attachToTarget", targetId=target, flatten=True)["sessionId"]
-        self.call("Page.enable", session=True)
-        self.call("Emulation.setDeviceMetricsOverride", session=True, width=width_px, height=height_px,
-                  deviceScaleFactor=1, mobile=False)
+        try:
+            target = self.call("Target.createTarget", url="about:blank")["targetId"]
+            self.session = self.call("Target.attachToTarget", targetId=target, flatten=True)["sessionId"]
+            self.call("Page.enable", session=True)
+            self.call("Emulation.setDeviceMetricsOverride", session=True, width=width_px, height=height_px,
+                      deviceScaleFactor=1, mobile=False)
+        except BaseException:
+            self.close()  # a browser that never answered is not left running
+            raise
 
     def _send(self, message: dict) -> None:
         os.write(self._to_browser, json.dumps(message).encode() + b"\0")
 
     def _receive(self, deadline: float) -> dict:
         while b"\0" not in self._buffer:
-            if time.monotonic() > deadline:
-                raise TimeoutError("no answer from chromium")
+            # A read with nothing to read blocks for good: wait for bytes only until the deadline.
+            left_s = deadline - time.monotonic()
+            if left_s <= 0 or not select.select([self._from_browser], [], [], left_s)[0]:
+                raise TimeoutError(f"no answer from chromium within {self.timeout_s:g} s")
             chunk = os.read(self._from_browser, 1 << 16)
             if not chunk:
                 raise RuntimeError("chromium closed the pipe")
@@ -124,12 +131,15 @@ class Browser:
         return Path(png)
 
     def close(self) -> None:
+        self.timeout_s = min(self.timeout_s, 5.0)
+        answered = False
         try:
             self.call("Browser.close")
+            answered = True
         except Exception:  # noqa: BLE001 - closing anyway
             pass
         try:
-            self.proc.wait(10)
+            self.proc.wait(10 if answered else 0)  # one that does not answer is killed at once
         except subprocess.TimeoutExpired:
             self.proc.kill()
             self.proc.wait()
