@@ -111,7 +111,21 @@ class Observer:
         self.spec = spec
 
     def wait_for(self, predicate, timeout_s: float = 20.0, what: str = "condition"):
-        wait_for(predicate, timeout_s, what)
+        """``wait_for``; at once a RuntimeError if this node is no longer spun."""
+        def done() -> bool:
+            self._spinning.check()
+            return predicate()
+        wait_for(done, timeout_s, what)
+
+    def action_client(self, action_type, name: str, **kwargs):
+        """An rclpy ActionClient on this node, made while it is not spun (spinning.py says why)."""
+        from rclpy.action import ActionClient
+        with self._spinning.paused():
+            return ActionClient(self.node, action_type, name, **kwargs)
+
+    def destroy_action_client(self, client) -> None:
+        with self._spinning.paused():
+            client.destroy()
 
     def call(self, service: str, timeout_s: float = 10.0) -> Trigger.Response:
         client = self.services[service]

@@ -48,7 +48,6 @@ class Clients(Observer):
 
     def __init__(self, namespace: str):
         super().__init__(namespace)
-        from rclpy.action import ActionClient
         from simulation_interfaces import action, srv
         base = f"/{namespace}/{contract.SIM_NODE}"
         self.types = {"set_simulation_state": srv.SetSimulationState, "reset_simulation": srv.ResetSimulation,
@@ -56,7 +55,7 @@ class Clients(Observer):
         self.api = {name: self.node.create_client(t, f"{base}/{name}") for name, t in self.types.items()}
         self.params = self.node.create_client(SetParameters, f"{base}/set_parameters")
         self.get_params = self.node.create_client(GetParameters, f"{base}/get_parameters")
-        self.action = ActionClient(self.node, action.SimulateSteps, f"{base}/simulate_steps")
+        self.action = self.action_client(action.SimulateSteps, f"{base}/simulate_steps")
         self.requests = self.node.create_publisher(JointTrajectory, f"{base}/step_request", qos.COMMAND_QOS)
         self.states: list[contract.RunState] = []
         self.results: list[contract.StepResult] = []

@@ -126,18 +126,17 @@ def test_ticks_that_meet_the_controllers_closing_never_reach_a_destroyed_publish
 @pytest.fixture(scope="module")
 def rig(ros, tmp_path_factory):
     """One sim (real time, no cameras) and action clients for its four controllers."""
-    from rclpy.action import ActionClient
     from simharness import new_namespace, start_sim
     sim, obs = start_sim(new_namespace("jtc"), tmp_path_factory.mktemp("jtc"), camera_period_s=0.0)
     from rclpy.qos import QoSProfile
-    clients = {name: ActionClient(obs.node, arms.FollowJointTrajectory, obs.spec["controllers"][name]["action"],
-                                  feedback_sub_qos_profile=QoSProfile(depth=1000))  # every tick's, kept
+    clients = {name: obs.action_client(arms.FollowJointTrajectory, obs.spec["controllers"][name]["action"],
+                                       feedback_sub_qos_profile=QoSProfile(depth=1000))  # every tick's, kept
                for name in arms.controller_joints(JOINT_NAMES)}
     for name, client in clients.items():
         assert client.wait_for_server(timeout_sec=10), f"{name}: no action server\n{sim.output()}"
     yield NS(sim=sim, obs=obs, clients=clients)
     for client in clients.values():
-        client.destroy()
+        obs.destroy_action_client(client)
     obs.close()
     assert sim.stop() == 0, sim.output()
 

@@ -185,7 +185,6 @@ class Client(Observer):
 
     def __init__(self, namespace: str):
         super().__init__(namespace)
-        from rclpy.action import ActionClient
         from simulation_interfaces import action, srv
 
         from robogym_ros.nodes.sim_node.simulation_interfaces.simulate_steps import FEEDBACK_QOS
@@ -197,7 +196,7 @@ class Client(Observer):
                  "get_entities_states": srv.GetEntitiesStates, "set_entity_state": srv.SetEntityState}
         self.types = types
         self.api = {name: self.node.create_client(t, f"{base}/{name}") for name, t in types.items()}
-        self.action = ActionClient(self.node, action.SimulateSteps, f"{base}/simulate_steps")
+        self.action = self.action_client(action.SimulateSteps, f"{base}/simulate_steps")
         self.states: list[dict] = []
         self.node.create_subscription(String, f"{base}/state", self._keep_state, qos.STATE_QOS)
         # The action's feedback as published: rclpy's ActionClient drops a goal's feedback that
@@ -520,11 +519,10 @@ def test_a_client_with_the_readme_qos_gets_a_feedback_for_every_step(api):
     result once the feedback says remaining_steps 0 (rclpy drops a goal's feedback that is still
     queued when its result comes): every step's feedback, in order. The default depth of 10 lost
     ~20 % of them (2,962 of 3,618)."""
-    from rclpy.action import ActionClient
     from rclpy.qos import QoSProfile
     from simulation_interfaces.action import SimulateSteps
-    client = ActionClient(api.node, SimulateSteps, api.spec["simulation_interfaces"]["actions"]["simulate_steps"],
-                          feedback_sub_qos_profile=QoSProfile(depth=1000))
+    client = api.action_client(SimulateSteps, api.spec["simulation_interfaces"]["actions"]["simulate_steps"],
+                               feedback_sub_qos_profile=QoSProfile(depth=1000))
     try:
         assert client.wait_for_server(timeout_sec=20)
         heard: list = []
@@ -538,7 +536,7 @@ def test_a_client_with_the_readme_qos_gets_a_feedback_for_every_step(api):
         assert done.result().status == 4  # GoalStatus.STATUS_SUCCEEDED
         assert heard == [(k, steps - k) for k in range(1, steps + 1)]
     finally:
-        client.destroy()
+        api.destroy_action_client(client)
 
 
 # --- entities ---------------------------------------------------------------------------------------
